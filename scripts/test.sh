@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The project's test command: lint, typecheck and every package's Vitest suite (Turbo, per-package cache),
+# then one closing line summed from Vitest's own JSON reports.
+set -u
+cd "$(dirname "$0")/.."
+find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
+turbo run lint typecheck test --continue --output-logs=new-only "$@"
+status=$?
+node scripts/test-summary.ts || status=1
+exit $status

@@ -1,0 +1,22 @@
+import { defaultServerConditions } from "vite"
+import { defineConfig, type ViteUserConfig } from "vitest/config"
+
+/** The source condition: tests resolve sibling workspace packages to their TypeScript sources, not to dist. */
+const conditions = ["@resilience/source", ...defaultServerConditions]
+
+/**
+ * Shared Vitest settings for every workspace package: sources instead of builds, a JSON report per package
+ * (summed by scripts/test-summary.ts into the CI's closing line), and no parallel files where tests start clusters.
+ */
+export const shared = (overrides: ViteUserConfig["test"] = {}): ViteUserConfig =>
+  defineConfig({
+    resolve: { conditions },
+    ssr: { resolve: { conditions, externalConditions: conditions } },
+    test: {
+      include: ["test/**/*.test.ts"],
+      reporters: ["default", ["json", { outputFile: "test-results/vitest.json" }]],
+      testTimeout: 30_000,
+      hookTimeout: 120_000,
+      ...overrides
+    }
+  })
