@@ -1,0 +1,55 @@
+/**
+ * Bookkeeping that keeps test servers from outliving the test run: every cluster or pooler lives in its own
+ * directory under one root, named after the process that started it. Anything whose owner is gone is stopped
+ * and deleted by the next run (and by the Vitest global teardown), even when the owner was killed outright.
+ */
+import { Effect } from "effect"
+import { randomBytes } from "node:crypto"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+
+/** The directory that holds every server directory the harness creates. */
+export const root = join(tmpdir(), "resilience-test-db")
+
+/** Whether a process with this pid exists. */
+export const isAlive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  const probe = Effect.runSync(Effect.result(Effect.try(() => process.kill(pid, 0))))
+  return probe._tag === "Success" || (probe.failure.cause as NodeJS.ErrnoException).code === "EPERM"
+}
+
+/** A fresh directory for a server owned by this process. */
+export const makeDirectory = (kind: string): string => {
+  mkdirSync(root, { recursive: true, mode: 0o755 })
+  const directory = join(root, `${process.pid}-${kind}-${randomBytes(4).toString("hex")}`)
+  mkdirSync(directory, { mode: 0o755 })
+  return directory
+}
+
+/** Deletes a server directory once its server has stopped. */
+export const remove = (directory: string): void => rmSync(directory, { recursive: true, force: true })
+
+/** The server pid a directory records: PostgreSQL's postmaster.pid, or the pooler's pid file. */
+const serverPid = (directory: string): number | undefined => {
+  for (const file of [join(directory, "data", "postmaster.pid"), join(directory, "server.pid")]) {
+    if (existsSync(file)) return Number(readFileSync(file, "utf8").split("\n")[0])
+  }
+  return undefined
+}
+
+/** Stops and deletes every server directory whose owning process has exited; returns what it removed. */
+export const reap = (): ReadonlyArray<string> => {
+  if (!existsSync(root)) return []
+  const removed: Array<string> = []
+  for (const name of readdirSync(root)) {
+    const owner = Number(name.split("-")[0])
+    if (isAlive(owner)) continue
+    const directory = join(root, name)
+    const pid = serverPid(directory)
+    if (pid !== undefined && isAlive(pid)) process.kill(pid, "SIGKILL")
+    rmSync(directory, { recursive: true, force: true })
+    removed.push(directory)
+  }
+  return removed
+}

@@ -1,0 +1,100 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Cluster, Orphans, PgBouncer } from "@resilience/test-db"
+import { Effect } from "effect"
+import { spawn } from "node:child_process"
+import { existsSync } from "node:fs"
+import { join } from "node:path"
+import pg from "pg"
+
+/** Opens a connection; yields the client, or the server's error when it refuses. */
+const connect = (url: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
+      client.on("error", () => undefined)
+      await client.connect()
+      return client
+    },
+    catch: (error) => error as Error & { code?: string }
+  })
+
+const holdConnections = (url: string, count: number) =>
+  Effect.acquireRelease(
+    Effect.forEach(Array.from({ length: count }), () => connect(url).pipe(Effect.orDie)),
+    (clients) => Effect.promise(() => Promise.all(clients.map((client) => client.end())))
+  )
+
+describe("Cluster", () => {
+  it.effect("refuses the (N+1)-th connection with SQLSTATE 53300", () =>
+    Effect.gen(function*() {
+      const cluster = yield* Cluster.start({ maxConnections: 3 })
+      yield* holdConnections(cluster.url, 3)
+      const refused = yield* Effect.flip(connect(cluster.url))
+      assert.strictEqual(refused.code, "53300")
+      assert.match(refused.message, /too many clients/)
+    }).pipe(Effect.scoped))
+
+  it.effect("leaves no process and no data directory behind once its scope closes", () =>
+    Effect.gen(function*() {
+      const cluster = yield* Effect.scoped(Cluster.start({ maxConnections: 5 }))
+      assert.isFalse(Orphans.isAlive(cluster.pid))
+      assert.isFalse(existsSync(cluster.directory))
+    }))
+
+  it.effect(
+    "does not outlive a test process that is killed outright, and the next run deletes its files",
+    () =>
+      Effect.gen(function*() {
+        const child = spawn(process.execPath, [
+          "--conditions=@resilience/source",
+          join(import.meta.dirname, "fixtures", "start-cluster-and-wait.ts")
+        ], {
+          stdio: ["ignore", "pipe", "inherit"]
+        })
+        const started = yield* Effect.callback<{ pid: number; directory: string }>((resume) => {
+          let output = ""
+          child.stdout.on("data", (chunk: Buffer) => {
+            output += chunk.toString("utf8")
+            const line = output.split("\n").find((l) => l.startsWith("{"))
+            if (line !== undefined) resume(Effect.succeed(JSON.parse(line)))
+          })
+        })
+        assert.isTrue(Orphans.isAlive(started.pid))
+        child.kill("SIGKILL")
+        yield* Effect.promise(() => new Promise((resolve) => child.once("exit", resolve)))
+        const gone = yield* Effect.promise(async () => {
+          for (let waited = 0; waited < 10_000 && Orphans.isAlive(started.pid); waited += 100) {
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
+          return !Orphans.isAlive(started.pid)
+        })
+        assert.isTrue(gone, "the postmaster died with its parent")
+        assert.include(Orphans.reap(), started.directory)
+        assert.isFalse(existsSync(started.directory))
+      }),
+    60_000
+  )
+})
+
+const skip = PgBouncer.skipReason()
+
+describe.skipIf(skip !== undefined)(`PgBouncer${skip === undefined ? "" : ` (skipped: ${skip})`}`, () => {
+  it.effect("refuses the (M+1)-th client with its own max_client_conn error", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Cluster.start({ maxConnections: 20 })
+      const bouncer = yield* PgBouncer.start({ upstream, maxClientConn: 2, poolSize: 2 })
+      const [first] = yield* holdConnections(bouncer.url, 2)
+      const through = yield* Effect.promise(() => first!.query("SELECT current_setting('port') AS port"))
+      assert.strictEqual(Number(through.rows[0].port), upstream.port)
+      const refused = yield* Effect.flip(connect(bouncer.url))
+      assert.strictEqual(refused.code, "08P01")
+      assert.match(refused.message, /no more connections allowed \(max_client_conn\)/)
+    }).pipe(Effect.scoped))
+
+  it.effect("stops PgBouncer and deletes its files when the scope closes", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Cluster.start({ maxConnections: 5 })
+      const bouncer = yield* Effect.scoped(PgBouncer.start({ upstream, maxClientConn: 2, poolSize: 1 }))
+      assert.isFalse(Orphans.isAlive(bouncer.pid))
+    }).pipe(Effect.scoped))
+})
