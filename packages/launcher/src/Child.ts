@@ -1,0 +1,87 @@
+/**
+ * A supervised child process: one of the system's own entry points (the API, the deriver), its output
+ * prefixed with its name, stopped with SIGTERM when the scope closes and waited for.
+ */
+import { Data, Deferred, Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { createInterface } from "node:readline"
+
+/** A child process that ended while it was supposed to be running. */
+export class ChildExited extends Data.TaggedError("ChildExited")<{
+  readonly name: string
+  readonly code: number | null
+  readonly signal: string | null
+}> {
+  override get message(): string {
+    return `${this.name} exited unexpectedly (${this.signal ?? `code ${this.code}`})`
+  }
+}
+
+/** How to start one entry point. */
+export interface Options {
+  readonly name: string
+  /** The entry's TypeScript source, run by Node with the workspace's source condition. */
+  readonly entry: string
+  readonly env: Record<string, string>
+  /** Resolves the start once a line of output contains this text. */
+  readonly readyWhen: string
+  /** Called with every line of the child's output. */
+  readonly onLine: (name: string, line: string) => void
+}
+
+/** A running child; `exited` completes (with ChildExited) if it stops before it is asked to. */
+export interface Child {
+  readonly name: string
+  readonly process: ChildProcess
+  readonly exited: Deferred.Deferred<never, ChildExited>
+}
+
+/** Milliseconds a child gets to stop after SIGTERM before it is killed. */
+export const stopGraceMillis = 30_000
+
+/** Starts the child and waits for its ready line; on scope close: SIGTERM, wait, SIGKILL after the grace. */
+export const start = (options: Options) =>
+  Effect.gen(function*() {
+    const exited = yield* Deferred.make<never, ChildExited>()
+    const child = yield* Effect.acquireRelease(
+      Effect.callback<ChildProcess, ChildExited>((resume) => {
+        const process_ = spawn(process.execPath, ["--conditions=@resilience/source", options.entry], {
+          env: { ...process.env, ...options.env },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let ready = false
+        const onLine = (line: string) => {
+          options.onLine(options.name, line)
+          if (!ready && line.includes(options.readyWhen)) {
+            ready = true
+            resume(Effect.succeed(process_))
+          }
+        }
+        createInterface({ input: process_.stdout }).on("line", onLine)
+        createInterface({ input: process_.stderr }).on("line", onLine)
+        process_.once("exit", (code, signal) => {
+          const error = new ChildExited({ name: options.name, code, signal })
+          if (!ready) resume(Effect.fail(error))
+          Deferred.doneUnsafe(exited, Effect.fail(error))
+        })
+        return Effect.sync(() => process_.kill("SIGKILL"))
+      }),
+      stop
+    )
+    return { name: options.name, process: child, exited } satisfies Child
+  })
+
+/** Asks a child to stop (SIGTERM) and waits for it, killing it after the grace period. */
+export const stop = (child: ChildProcess): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resume(Effect.void)
+      return
+    }
+    const force = setTimeout(() => child.kill("SIGKILL"), stopGraceMillis)
+    child.once("exit", () => {
+      clearTimeout(force)
+      resume(Effect.void)
+    })
+    child.kill("SIGTERM")
+  })

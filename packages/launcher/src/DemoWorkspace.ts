@@ -1,0 +1,33 @@
+/**
+ * The workspace `npm start` creates for the newcomer: created once through the API with the admin token,
+ * its token kept in the data directory so the printed curl commands keep working across runs.
+ */
+import { Effect, Schema } from "effect"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as ApiClient from "./ApiClient.ts"
+
+/** A workspace and the bearer token for its routes. */
+export const Workspace = Schema.Struct({ name: Schema.String, token: Schema.String })
+export type Workspace = typeof Workspace.Type
+
+const decode = Schema.decodeUnknownSync(Workspace)
+
+/** Creates `name` (or reuses the one this directory remembers); yields its token. */
+export const ensure = (options: {
+  readonly apiUrl: string
+  readonly adminToken: string
+  readonly directory: string
+  readonly name: string
+}) =>
+  Effect.gen(function*() {
+    const file = join(options.directory, `workspace-${options.name}.json`)
+    if (existsSync(file)) return decode(JSON.parse(readFileSync(file, "utf8")))
+    const created = yield* ApiClient.expect([201], options.apiUrl, "POST", "/v1/workspaces", {
+      token: options.adminToken,
+      body: { name: options.name }
+    })
+    const workspace = decode(created.body)
+    writeFileSync(file, `${JSON.stringify(workspace, null, 2)}\n`, { mode: 0o600 })
+    return workspace
+  })

@@ -1,0 +1,24 @@
+/**
+ * The launcher's own settings, from the environment. The apps read theirs (DB_*, DERIVER_*, API_*) themselves;
+ * the launcher passes the environment through.
+ */
+import { Config, Option } from "effect"
+import { join } from "node:path"
+import { repositoryRoot } from "./Stack.ts"
+
+/** Settings of `npm start`. */
+export const config = Config.all({
+  databaseUrl: Config.option(Config.String("DATABASE_URL")),
+  apiPort: Config.Port("API_PORT").pipe(Config.withDefault(8000)),
+  deriverMetricsPort: Config.Port("DERIVER_METRICS_PORT").pipe(Config.withDefault(9091)),
+  embeddedPort: Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.withDefault(54329)),
+  dataDirectory: Config.String("RESILIENCE_DATA_DIR").pipe(Config.withDefault(join(repositoryRoot, ".data"))),
+  adminToken: Config.option(Config.String("API_ADMIN_TOKEN")),
+  schema: Config.String("DB_SCHEMA").pipe(Config.withDefault("public"))
+})
+
+/** The resolved settings. */
+export type LocalConfig = typeof config extends Config.Config<infer A> ? A : never
+
+/** Whether the database is embedded (no DATABASE_URL). */
+export const isEmbedded = (local: LocalConfig): boolean => Option.isNone(local.databaseUrl)

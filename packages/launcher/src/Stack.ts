@@ -1,0 +1,70 @@
+/**
+ * The whole system as production runs it, on one machine: a database (an external `DATABASE_URL`, or the
+ * embedded server), the API and one deriver as separate processes. Closing the scope stops the deriver,
+ * then the API, then the database, so nothing is cut off mid-write.
+ */
+import { Deferred, Effect, Option } from "effect"
+import { join } from "node:path"
+import * as Child from "./Child.ts"
+import * as EmbeddedServer from "./EmbeddedServer.ts"
+
+/** The repository root, where the apps' entry points live. */
+export const repositoryRoot = join(import.meta.dirname, "..", "..", "..")
+
+/** What to run. */
+export interface Options {
+  /** An external server; when absent the embedded server runs with `embedded`. */
+  readonly databaseUrl: Option.Option<string>
+  readonly embedded: EmbeddedServer.Options
+  readonly apiPort: number
+  readonly deriverMetricsPort: number
+  readonly adminToken: string
+  /** Extra environment for both apps (DB_*, DERIVER_*, API_* settings). */
+  readonly env: Record<string, string>
+  readonly onLine: (name: string, line: string) => void
+}
+
+/** A running system. */
+export interface Stack {
+  readonly databaseUrl: string
+  readonly embedded: boolean
+  readonly apiUrl: string
+  readonly deriverMetricsUrl: string
+  readonly api: Child.Child
+  readonly deriver: Child.Child
+}
+
+/** Starts database, API and deriver; everything stops, in reverse order, when the scope closes. */
+export const start = Effect.fnUntraced(function*(options: Options) {
+  const databaseUrl = Option.isSome(options.databaseUrl)
+    ? options.databaseUrl.value
+    : yield* EmbeddedServer.start(options.embedded)
+  const common = { ...options.env, DATABASE_URL: databaseUrl }
+  const api = yield* Child.start({
+    name: "api",
+    entry: join(repositoryRoot, "apps", "api", "src", "main.ts"),
+    env: { ...common, API_PORT: String(options.apiPort), API_ADMIN_TOKEN: options.adminToken },
+    readyWhen: "api ready",
+    onLine: options.onLine
+  })
+  const deriver = yield* Child.start({
+    name: "deriver",
+    entry: join(repositoryRoot, "apps", "deriver", "src", "main.ts"),
+    env: { ...common, DERIVER_METRICS_PORT: String(options.deriverMetricsPort) },
+    readyWhen: "deriver started",
+    onLine: options.onLine
+  })
+  yield* Effect.log(`api pid ${api.process.pid}, deriver pid ${deriver.process.pid}`)
+  return {
+    databaseUrl,
+    embedded: Option.isNone(options.databaseUrl),
+    apiUrl: `http://127.0.0.1:${options.apiPort}`,
+    deriverMetricsUrl: `http://127.0.0.1:${options.deriverMetricsPort}/metrics`,
+    api,
+    deriver
+  } satisfies Stack
+})
+
+/** Waits until either child exits on its own: a running system never completes this successfully. */
+export const awaitUnexpectedExit = (stack: Stack) =>
+  Effect.raceFirst(Deferred.await(stack.api.exited), Deferred.await(stack.deriver.exited))

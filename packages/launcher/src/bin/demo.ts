@@ -1,0 +1,6 @@
+/** `npm run demo`: see Demo.ts. */
+import { NodeRuntime } from "@effect/platform-node"
+import * as Demo from "../Demo.ts"
+import * as Teardown from "../Teardown.ts"
+
+NodeRuntime.runMain(Demo.run({ saturationSeconds: 8 }), { teardown: Teardown.stopIsSuccess })

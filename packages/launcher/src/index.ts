@@ -1,0 +1,12 @@
+/** Runs the whole system locally: embedded PostgreSQL, the API and a deriver, and the scripted demo. */
+export * as ApiClient from "./ApiClient.ts"
+export * as Banner from "./Banner.ts"
+export * as Child from "./Child.ts"
+export * as Demo from "./Demo.ts"
+export * as DemoWorkspace from "./DemoWorkspace.ts"
+export * as EmbeddedServer from "./EmbeddedServer.ts"
+export * as LocalConfig from "./LocalConfig.ts"
+export * as PrometheusText from "./PrometheusText.ts"
+export * as Saturation from "./Saturation.ts"
+export * as Stack from "./Stack.ts"
+export * as Teardown from "./Teardown.ts"
