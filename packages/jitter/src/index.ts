@@ -1,0 +1,47 @@
+/**
+ * Startup jitter, ratio jitter and a deterministic poll backoff, so a fleet of pollers never moves in step.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * Startup delay and ratio jitter, as pure functions of a uniform draw and as Effects on `Random`.
+ *
+ * @since 0.1.0
+ */
+export * as Jitter from "./Jitter.ts"
+
+/**
+ * The poll backoff: deterministic schedule, jitter on the returned sleep only; pure core and Effect wrapper.
+ *
+ * @since 0.1.0
+ */
+export * as PollBackoff from "./PollBackoff.ts"
+
+/**
+ * Brooker's full, equal and decorrelated retry jitter as pure functions.
+ *
+ * @since 0.1.0
+ */
+export * as RetryJitter from "./RetryJitter.ts"
+
+/**
+ * The poll backoff and Brooker's jitters as Effect `Schedule`s.
+ *
+ * @since 0.1.0
+ */
+export * as Schedules from "./Schedules.ts"
+
+/**
+ * Parameter validation with `Schema`.
+ *
+ * @since 0.1.0
+ */
+export * as Parameters from "./Parameters.ts"
+
+/**
+ * The typed error for a parameter outside its allowed range.
+ *
+ * @since 0.1.0
+ */
+export * as InvalidParameter from "./InvalidParameter.ts"
