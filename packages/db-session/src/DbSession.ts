@@ -1,0 +1,174 @@
+/**
+ * The database session service: scoped, single-attempt checkouts with a bounded connect timeout, typed
+ * failures, acquisition metrics and a span per acquisition. Nothing here tries a second time; the caller
+ * decides (the deriver backs off, the API answers 503).
+ */
+import { Clock, type Config, Context, Duration, Effect, Exit, Layer, Metric, Redacted } from "effect"
+import * as Classify from "./Classify.ts"
+import type { Connection } from "./Connection.ts"
+import * as DbConfig from "./DbConfig.ts"
+import type { Driver, DriverName, RawConnection } from "./Driver.ts"
+import type { CheckoutError, DatabaseUnavailable, DbError, QueryFailed } from "./Errors.ts"
+import * as Metrics from "./Metrics.ts"
+import * as PgDriver from "./PgDriver.ts"
+import * as Pool from "./Pool.ts"
+import * as PostgresDriver from "./PostgresDriver.ts"
+
+/** The service. Every method is one checkout; the connection is released on success, failure and interruption. */
+export class DbSession extends Context.Service<DbSession, {
+  /** Runs `f` with one checked-out connection. */
+  readonly withConnection: <A, E, R>(
+    f: (connection: Connection) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | DbError, R>
+  /** Runs `f` inside BEGIN … COMMIT on one connection; ROLLBACK on failure or interruption. */
+  readonly transaction: <A, E, R>(
+    f: (connection: Connection) => Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | DbError, R>
+  /** Runs one statement on its own checkout. */
+  readonly query: <Row = Record<string, unknown>>(
+    sql: string,
+    params?: ReadonlyArray<unknown>
+  ) => Effect.Effect<ReadonlyArray<Row>, DbError>
+}>()("@resilience/db-session/DbSession") {
+  /** A session with explicit options. */
+  static readonly layer = (options: DbConfig.Options): Layer.Layer<DbSession> => Layer.effect(DbSession, make(options))
+
+  /**
+   * A session configured from the environment: `DATABASE_URL` (required), `DB_CONNECT_TIMEOUT_SECONDS` (2),
+   * `DB_POOL_CLASS` (`null` | `queue`, default `null`), `DB_POOL_SIZE` (10), `DB_DRIVER` (`pg` | `postgres`,
+   * default `pg`), `DB_APPLICATION_NAME` (`resilience`).
+   */
+  static readonly layerConfig: Layer.Layer<DbSession, Config.ConfigError> = Layer.unwrap(
+    Effect.map(Effect.suspend(() => DbConfig.config), (options) => DbSession.layer(options))
+  )
+}
+
+/** The driver for a name. */
+export const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.driver : PostgresDriver.driver
+
+const invalid = (message: string) => Effect.die(new Error(`@resilience/db-session: ${message}`))
+
+/** Builds the service; the pool (and its idle connections) lives as long as the surrounding scope. */
+export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
+  const connectTimeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout))
+  if (!(connectTimeoutMillis > 0) || !Number.isFinite(connectTimeoutMillis)) {
+    return yield* invalid(`connectTimeout must be a positive, finite duration (got ${String(options.connectTimeout)})`)
+  }
+  if (!Number.isInteger(options.poolSize) || options.poolSize < 1) {
+    return yield* invalid(`poolSize must be an integer >= 1 (got ${options.poolSize})`)
+  }
+  const driver = driverFor(options.driver)
+  const pool = yield* Pool.make({
+    driver,
+    url: Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url,
+    applicationName: options.applicationName ?? "resilience",
+    connectTimeoutMillis,
+    poolClass: options.poolClass,
+    poolSize: options.poolSize
+  })
+
+  const acquire = Effect.gen(function*() {
+    const startedAt = yield* Clock.currentTimeNanos
+    const elapsedMillis = Effect.map(Clock.currentTimeNanos, (now) => Number(now - startedAt) / 1e6)
+    const exit = yield* Effect.exit(pool.checkout(elapsedMillis)).pipe(
+      Effect.onInterrupt(() => Metric.update(Metrics.acquisitionsFor("interrupted", "none"), 1))
+    )
+    const seconds = (yield* elapsedMillis) / 1000
+    if (Exit.isSuccess(exit)) {
+      yield* Metric.update(Metrics.acquisitionsFor("ok", "none"), 1)
+      yield* Metric.update(Metrics.acquisitionSecondsFor("ok"), seconds)
+      yield* Effect.annotateCurrentSpan({ "db.acquisition.outcome": "ok" })
+      yield* Effect.acquireRelease(
+        Metric.modify(Metrics.connectionsInUse, 1),
+        () => Metric.modify(Metrics.connectionsInUse, -1)
+      )
+      return exit.value
+    }
+    const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+    if (failure !== undefined) {
+      const error: CheckoutError = failure.error
+      const reason = error._tag === "DatabaseUnavailable" ? error.reason : "Misconfigured"
+      yield* Metric.update(Metrics.acquisitionsFor("failed", reason), 1)
+      yield* Metric.update(Metrics.acquisitionSecondsFor("failed"), seconds)
+      yield* Effect.annotateCurrentSpan({
+        "db.acquisition.outcome": "failed",
+        "db.acquisition.reason": reason,
+        "db.acquisition.code": error.code ?? ""
+      })
+    }
+    return yield* exit
+  }).pipe(
+    Effect.withSpan("db.acquire", {
+      attributes: { "db.driver": options.driver, "db.pool_class": options.poolClass }
+    })
+  )
+
+  const connectionFor = (raw: RawConnection, released: () => boolean): Connection => ({
+    query: <Row>(sql: string, params: ReadonlyArray<unknown> = []) =>
+      Effect.suspend(() => {
+        if (released()) return Effect.die(new Error("a Connection was used after its checkout ended"))
+        return Effect.gen(function*() {
+          const startedAt = yield* Clock.currentTimeNanos
+          return yield* raw.query(sql, params).pipe(
+            Effect.catch((error) =>
+              Effect.flatMap(
+                Clock.currentTimeNanos,
+                (now) => Effect.fail(Classify.queryFailure(error, Number(now - startedAt) / 1e6))
+              )
+            )
+          )
+        }) as Effect.Effect<ReadonlyArray<Row>, QueryFailed | DatabaseUnavailable>
+      })
+  })
+
+  const withConnection = <A, E, R>(
+    f: (connection: Connection) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | DbError, R> =>
+    Effect.scoped(Effect.gen(function*() {
+      const raw = yield* acquire
+      let released = false
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          released = true
+        })
+      )
+      return yield* f(connectionFor(raw, () => released))
+    }))
+
+  const transaction = <A, E, R>(
+    f: (connection: Connection) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | DbError, R> =>
+    Effect.scoped(Effect.gen(function*() {
+      const raw = yield* acquire
+      let released = false
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          released = true
+        })
+      )
+      const connection = connectionFor(raw, () => released)
+      return yield* Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          yield* restore(connection.query("BEGIN"))
+          const exit = yield* Effect.exit(restore(f(connection)))
+          if (Exit.isSuccess(exit)) {
+            yield* restore(connection.query("COMMIT"))
+            return exit.value
+          }
+          // Runs on failure and on interruption alike, bounded: a server that does not answer the ROLLBACK
+          // costs the connection (closed, never reused), not the fiber.
+          const rolledBack = yield* connection.query("ROLLBACK").pipe(
+            Effect.timeoutOrElse({ duration: connectTimeoutMillis, orElse: () => Effect.fail("ROLLBACK timed out") }),
+            Effect.exit
+          )
+          if (Exit.isFailure(rolledBack)) raw.invalidate()
+          return yield* exit
+        })
+      )
+    }))
+
+  const query = <Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) =>
+    withConnection((connection) => connection.query<Row>(sql, params))
+
+  return DbSession.of({ withConnection, transaction, query })
+})

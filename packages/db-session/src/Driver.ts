@@ -1,0 +1,41 @@
+/**
+ * The seam between the session and a client library: one physical connection, opened by exactly one
+ * attempt, that runs statements and can be closed. `pg` and postgres.js each implement it.
+ */
+import type { Effect } from "effect"
+
+/** Which client library opens the connections. */
+export type DriverName = "pg" | "postgres"
+
+/** How to open one connection. */
+export interface ConnectOptions {
+  readonly url: string
+  /** Bound on the attempt; also handed to the driver's own timer, so a stalled socket is closed either way. */
+  readonly timeoutMillis: number
+  readonly applicationName: string
+}
+
+/** One open connection. Its errors are the driver's own; the session classifies them. */
+export interface RawConnection {
+  /**
+   * Runs one statement (`$1`, `$2` placeholders). Interrupting it destroys the connection: a statement that
+   * may still be running on the server is never handed to the next user.
+   */
+  readonly query: (sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, unknown>
+  /** Whether the connection can be handed to another checkout: still open, not broken, no transaction open. */
+  readonly reusable: () => boolean
+  /** Marks the connection as not reusable: it is closed when its checkout ends. */
+  readonly invalidate: () => void
+  /** Closes the connection politely, bounded; never fails. */
+  readonly close: Effect.Effect<void>
+}
+
+/** A client library behind the session. */
+export interface Driver {
+  readonly name: DriverName
+  /**
+   * Exactly one connection attempt (one TCP connect, one startup); fails with the driver's error. Interrupting
+   * it destroys the half-open socket.
+   */
+  readonly connect: (options: ConnectOptions) => Effect.Effect<RawConnection, unknown>
+}

@@ -1,0 +1,68 @@
+/**
+ * The `pg` (node-postgres) driver: one `pg.Client` per connection. `pg.Client` never reconnects, and its own
+ * default connect timeout is "wait forever", so `connectionTimeoutMillis` is always set.
+ */
+import { Effect } from "effect"
+import pg from "pg"
+import type { ConnectOptions, Driver, RawConnection } from "./Driver.ts"
+
+const destroy = (client: pg.Client): void => {
+  client.connection.stream.destroy()
+}
+
+const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void): RawConnection => ({
+  query: (sql, params) =>
+    Effect.callback<ReadonlyArray<unknown>, unknown>((resume) => {
+      client.query({ text: sql, values: [...params] }).then(
+        (result) => resume(Effect.succeed(result.rows)),
+        (error: unknown) => resume(Effect.fail(error))
+      )
+      return Effect.sync(() => {
+        markBroken()
+        destroy(client)
+      })
+    }),
+  reusable: () => !isBroken() && client.getTransactionStatus() === "I",
+  invalidate: markBroken,
+  close: Effect.callback<void>((resume) => {
+    markBroken()
+    client.end().then(
+      () => resume(Effect.void),
+      () => resume(Effect.void)
+    )
+    return Effect.sync(() => destroy(client))
+  }).pipe(
+    Effect.timeoutOrElse({ duration: 1_000, orElse: () => Effect.sync(() => destroy(client)) })
+  )
+})
+
+const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown> =>
+  Effect.callback<RawConnection, unknown>((resume) => {
+    const client = new pg.Client({
+      connectionString: options.url,
+      connectionTimeoutMillis: options.timeoutMillis,
+      application_name: options.applicationName
+    })
+    let broken = false
+    const markBroken = () => {
+      broken = true
+    }
+    // Always listened to: a server that drops an idle connection must not crash the process.
+    client.on("error", markBroken)
+    client.on("end", markBroken)
+    client.connect().then(
+      () => resume(Effect.succeed(wrap(client, () => broken, markBroken))),
+      (error: unknown) => {
+        markBroken()
+        destroy(client)
+        resume(Effect.fail(error))
+      }
+    )
+    return Effect.sync(() => {
+      markBroken()
+      destroy(client)
+    })
+  })
+
+/** node-postgres, the default driver. */
+export const driver: Driver = { name: "pg", connect }

@@ -1,0 +1,130 @@
+/**
+ * The postgres.js driver: one single-connection `postgres()` instance per connection. postgres.js is built to
+ * reconnect by itself (lazily on the next query, and again when a socket closes during startup), so each
+ * instance gets a socket factory that hands out exactly one socket: any second connect fails instead of
+ * knocking again. Its own pool, prepared statements and lifetime timers are switched off; the session owns
+ * pooling.
+ */
+import { Effect } from "effect"
+import { connect as netConnect, type Socket } from "node:net"
+import postgres from "postgres"
+import type { ConnectOptions, Driver, RawConnection } from "./Driver.ts"
+
+/** The error postgres.js receives when it tries to open a second socket for the same connection. */
+const secondSocket = (): Error =>
+  Object.assign(new Error("connection closed by the server during startup (single attempt: no reconnect)"), {
+    code: "CONNECTION_CLOSED"
+  })
+
+interface SocketOptions {
+  readonly host: ReadonlyArray<string>
+  readonly port: ReadonlyArray<number>
+  readonly path?: string | false
+}
+
+const openSocket = (options: SocketOptions): Promise<Socket> =>
+  new Promise((resolve, reject) => {
+    const socket = options.path
+      ? netConnect(options.path)
+      : netConnect({ host: options.host[0] ?? "localhost", port: options.port[0] ?? 5432 })
+    socket.setNoDelay(true)
+    socket.once("error", reject)
+    socket.once("connect", () => {
+      socket.removeListener("error", reject)
+      resolve(socket)
+    })
+  })
+
+const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown> =>
+  Effect.callback<RawConnection, unknown>((resume) => {
+    let socket: Socket | undefined
+    let handedOut = false
+    let broken = false
+    const destroy = () => {
+      broken = true
+      socket?.destroy()
+    }
+    const settings = {
+      max: 1,
+      connect_timeout: options.timeoutMillis / 1000,
+      idle_timeout: 0,
+      max_lifetime: null,
+      prepare: false,
+      // JSON parameters as pg sends them: a string is already JSON, anything else is stringified.
+      types: {
+        json: {
+          to: 114,
+          from: [114, 3802],
+          serialize: (value: unknown) => typeof value === "string" ? value : JSON.stringify(value),
+          parse: (value: string) => JSON.parse(value)
+        }
+      },
+      onnotice: () => undefined,
+      onclose: () => {
+        broken = true
+      },
+      connection: { application_name: options.applicationName },
+      socket: (socketOptions: SocketOptions): Promise<Socket> => {
+        if (handedOut) return Promise.reject(secondSocket())
+        handedOut = true
+        return openSocket(socketOptions).then((opened) => {
+          if (broken) {
+            // The attempt was interrupted while the TCP connect was in flight.
+            opened.destroy()
+            throw secondSocket()
+          }
+          socket = opened
+          opened.once("close", () => {
+            broken = true
+          })
+          return opened
+        })
+      }
+    }
+    const sql = postgres(options.url, settings as postgres.Options<{}>)
+    const destroyAll = () => {
+      destroy()
+      sql.end({ timeout: 0 }).catch(() => undefined)
+    }
+    const raw: RawConnection = {
+      query: (text, params) =>
+        Effect.callback<ReadonlyArray<unknown>, unknown>((resumeQuery) => {
+          if (broken) {
+            resumeQuery(Effect.fail(secondSocket()))
+            return
+          }
+          sql.unsafe(text, [...params] as Array<postgres.ParameterOrJSON<never>>).then(
+            (rows) => resumeQuery(Effect.succeed([...rows])),
+            (error: unknown) => resumeQuery(Effect.fail(error))
+          )
+          return Effect.sync(destroyAll)
+        }),
+      reusable: () => !broken,
+      invalidate: () => {
+        broken = true
+      },
+      close: Effect.callback<void>((resumeClose) => {
+        broken = true
+        sql.end({ timeout: 0 }).then(
+          () => resumeClose(Effect.void),
+          () => resumeClose(Effect.void)
+        )
+        return Effect.sync(destroy)
+      }).pipe(
+        Effect.timeoutOrElse({ duration: 1_000, orElse: () => Effect.sync(destroy) }),
+        Effect.ensuring(Effect.sync(destroy))
+      )
+    }
+    // postgres.js connects lazily: the first statement opens the connection (and ends the attempt).
+    sql.unsafe("select 1").then(
+      () => resume(Effect.succeed(raw)),
+      (error: unknown) => {
+        destroyAll()
+        resume(Effect.fail(error))
+      }
+    )
+    return Effect.sync(destroyAll)
+  })
+
+/** postgres.js. */
+export const driver: Driver = { name: "postgres", connect }

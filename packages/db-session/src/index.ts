@@ -1,0 +1,10 @@
+/** Single-attempt database checkouts with a bounded connect timeout and typed unavailability errors. */
+export * as Classify from "./Classify.ts"
+export type { Connection } from "./Connection.ts"
+export * as DbConfig from "./DbConfig.ts"
+export { DbSession } from "./DbSession.ts"
+export type * as Driver from "./Driver.ts"
+export * from "./Errors.ts"
+export * as Errors from "./Errors.ts"
+export * as Metrics from "./Metrics.ts"
+export * as Pool from "./Pool.ts"

@@ -1,0 +1,60 @@
+/** `DbSession.layerConfig`'s environment: defaults, parsing, and a clear refusal of invalid values. */
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Duration, Effect, Redacted } from "effect"
+import { DbConfig } from "../src/index.ts"
+
+const read = (env: Record<string, string>) => DbConfig.config.parse(ConfigProvider.fromEnv({ env }))
+
+describe("DbSession config", () => {
+  it.effect("applies the documented defaults", () =>
+    Effect.gen(function*() {
+      const options = yield* read({ DATABASE_URL: "postgres://u:secret@db:5432/app" })
+      assert.strictEqual(Redacted.value(options.url as Redacted.Redacted<string>), "postgres://u:secret@db:5432/app")
+      assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout)), 2000)
+      assert.strictEqual(options.poolClass, "null")
+      assert.strictEqual(options.poolSize, 10)
+      assert.strictEqual(options.driver, "pg")
+      assert.strictEqual(options.applicationName, "resilience")
+      assert.notInclude(String(options.url), "secret")
+    }))
+
+  it.effect("reads every variable", () =>
+    Effect.gen(function*() {
+      const options = yield* read({
+        DATABASE_URL: "postgres://db/app",
+        DB_CONNECT_TIMEOUT_SECONDS: "0.5",
+        DB_POOL_CLASS: "queue",
+        DB_POOL_SIZE: "3",
+        DB_DRIVER: "postgres",
+        DB_APPLICATION_NAME: "deriver"
+      })
+      assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout)), 500)
+      assert.strictEqual(options.poolClass, "queue")
+      assert.strictEqual(options.poolSize, 3)
+      assert.strictEqual(options.driver, "postgres")
+      assert.strictEqual(options.applicationName, "deriver")
+    }))
+
+  for (
+    const [variable, value] of [
+      ["DB_CONNECT_TIMEOUT_SECONDS", "0"],
+      ["DB_CONNECT_TIMEOUT_SECONDS", "soon"],
+      ["DB_POOL_CLASS", "static"],
+      ["DB_POOL_SIZE", "0"],
+      ["DB_POOL_SIZE", "2.5"],
+      ["DB_DRIVER", "mysql"]
+    ] as const
+  ) {
+    it.effect(`refuses ${variable}=${value} and names the variable`, () =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(read({ DATABASE_URL: "postgres://db/app", [variable]: value }))
+        assert.include(error.message, variable)
+      }))
+  }
+
+  it.effect("requires DATABASE_URL", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(read({}))
+      assert.include(error.message, "DATABASE_URL")
+    }))
+})

@@ -1,0 +1,100 @@
+/** Shared fixtures for the real-server tests: one small cluster per file, an admin connection, slot holders. */
+import { Cluster } from "@resilience/test-db"
+import { Context, Duration, Effect, Layer, Metric, type Scope } from "effect"
+import pg from "pg"
+import type { DbConfig } from "../src/index.ts"
+import { DbSession } from "../src/index.ts"
+
+/** Slots of the test cluster (`max_connections`, no reserved slots). */
+export const maxConnections = 6
+
+/** A small cluster plus one admin connection that stays open (it holds one of the slots). */
+export class Server extends Context.Service<Server, {
+  readonly cluster: Cluster.Cluster
+  /** Runs a statement on the standing admin connection. */
+  readonly admin: <Row>(sql: string, params?: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>>
+}>()("test/Server") {
+  static readonly layer: Layer.Layer<Server, unknown> = Layer.effect(
+    Server,
+    Effect.gen(function*() {
+      const cluster = yield* Cluster.start({ maxConnections })
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new pg.Client({ connectionString: cluster.url })
+          await client.connect()
+          return client
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      return Server.of({
+        cluster,
+        admin: <Row>(sql: string, params: ReadonlyArray<unknown> = []) =>
+          Effect.promise(() => client.query(sql, [...params])).pipe(
+            Effect.map((result) => result.rows as ReadonlyArray<Row>)
+          )
+      })
+    })
+  )
+}
+
+/** Opens plain `pg` connections to `url` until the server refuses one; all are closed with the scope. */
+export const holdAllSlots = (url: string): Effect.Effect<number, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const clients: Array<pg.Client> = []
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))))
+    )
+    return yield* Effect.promise(async () => {
+      for (;;) {
+        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
+        client.on("error", () => undefined)
+        const refused = await client.connect().then(() => false, () => true)
+        if (refused) return clients.length
+        clients.push(client)
+      }
+    })
+  })
+
+/** Backends on the server with this application_name. */
+export const backends = (applicationName: string): Effect.Effect<number, never, Server> =>
+  Effect.gen(function*() {
+    const server = yield* Server
+    const rows = yield* server.admin<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where application_name = $1",
+      [applicationName]
+    )
+    return rows[0]?.n ?? -1
+  })
+
+/** Polls `effect` until `done` holds or `within` passes; returns the last value. */
+export const eventually = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  done: (a: A) => boolean,
+  within: Duration.Input = "3 seconds"
+) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(within))
+    for (;;) {
+      const value = yield* effect
+      if (done(value) || Date.now() > deadline) return value
+      yield* Effect.sleep(20)
+    }
+  })
+
+let counter = 0
+/** A unique application_name, so server-side counts belong to one test. */
+export const appName = (label: string) => `dbs_${label}_${process.pid}_${++counter}`.slice(0, 60)
+
+/** A session layer with test defaults. */
+export const session = (options: Partial<DbConfig.Options> & { readonly url: string }) =>
+  DbSession.layer({
+    connectTimeout: "2 seconds",
+    poolClass: "null",
+    poolSize: 4,
+    driver: "pg",
+    ...options
+  })
+
+/** Runs `effect` with a fresh metric registry, so gauges and counters belong to this test. */
+export const freshMetrics = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.provideService(effect, Metric.MetricRegistry, new Map())

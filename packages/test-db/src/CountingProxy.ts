@@ -1,0 +1,86 @@
+/**
+ * A TCP proxy in front of a server that counts the client connections it accepts: every one is a connection
+ * attempt, so "exactly one per checkout" is a number a test can assert (the regression guard against retry).
+ */
+import { Effect, type Scope } from "effect"
+import { connect as netConnect, createServer, type Server, type Socket } from "node:net"
+
+/** Where something listens. */
+export interface Address {
+  readonly host: string
+  readonly port: number
+}
+
+/** A running proxy. */
+export interface CountingProxy extends Address {
+  /** Client connections accepted so far (attempts, successful or not). */
+  readonly attempts: Effect.Effect<number>
+  /** Client connections currently open through the proxy. */
+  readonly open: Effect.Effect<number>
+  /** `url` with its host and port replaced by the proxy's. */
+  readonly url: (url: string) => string
+}
+
+/** `url` with its host and port replaced by `address`. */
+export const urlAt = (url: string, address: Address): string => {
+  const parsed = new URL(url)
+  parsed.hostname = address.host
+  parsed.port = String(address.port)
+  return parsed.toString()
+}
+
+/** Listens on a free loopback port; resolves with the bound port. */
+export const listen = (server: Server): Effect.Effect<number> =>
+  Effect.callback<number>((resume) => {
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+
+/** Closes the server and destroys every socket it accepted. */
+export const shutdown = (server: Server, sockets: Set<Socket>): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    for (const socket of sockets) socket.destroy()
+    sockets.clear()
+    server.close(() => resume(Effect.void))
+  })
+
+/**
+ * Starts a proxy to `target`. A client whose upstream connection fails (nothing listening) is closed, just as
+ * a pooler that cannot reach its server would; every accepted client counts. Stopped when the scope closes.
+ */
+export const start = (target: Address): Effect.Effect<CountingProxy, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    let attempts = 0
+    const sockets = new Set<Socket>()
+    const clients = new Set<Socket>()
+    const server = createServer((client) => {
+      attempts += 1
+      clients.add(client)
+      const upstream = netConnect({ host: target.host, port: target.port })
+      sockets.add(client)
+      sockets.add(upstream)
+      const closeBoth = () => {
+        client.destroy()
+        upstream.destroy()
+        sockets.delete(client)
+        sockets.delete(upstream)
+        clients.delete(client)
+      }
+      client.on("error", closeBoth)
+      upstream.on("error", closeBoth)
+      client.on("close", closeBoth)
+      upstream.on("close", closeBoth)
+      client.pipe(upstream)
+      upstream.pipe(client)
+    })
+    const port = yield* Effect.acquireRelease(listen(server), () => shutdown(server, sockets))
+    const address = { host: "127.0.0.1", port }
+    return {
+      ...address,
+      attempts: Effect.sync(() => attempts),
+      open: Effect.sync(() => clients.size),
+      url: (url: string) => urlAt(url, address)
+    } satisfies CountingProxy
+  })
