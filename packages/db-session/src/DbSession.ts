@@ -121,32 +121,27 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
       })
   })
 
+  /** One checkout in the current scope: the connection refuses use once the scope has ended. */
+  const checkout = Effect.gen(function*() {
+    const raw = yield* acquire
+    let released = false
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        released = true
+      })
+    )
+    return { raw, connection: connectionFor(raw, () => released) }
+  })
+
   const withConnection = <A, E, R>(
     f: (connection: Connection) => Effect.Effect<A, E, R>
-  ): Effect.Effect<A, E | DbError, R> =>
-    Effect.scoped(Effect.gen(function*() {
-      const raw = yield* acquire
-      let released = false
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          released = true
-        })
-      )
-      return yield* f(connectionFor(raw, () => released))
-    }))
+  ): Effect.Effect<A, E | DbError, R> => Effect.scoped(Effect.flatMap(checkout, ({ connection }) => f(connection)))
 
   const transaction = <A, E, R>(
     f: (connection: Connection) => Effect.Effect<A, E, R>
   ): Effect.Effect<A, E | DbError, R> =>
     Effect.scoped(Effect.gen(function*() {
-      const raw = yield* acquire
-      let released = false
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          released = true
-        })
-      )
-      const connection = connectionFor(raw, () => released)
+      const { connection, raw } = yield* checkout
       return yield* Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           yield* restore(connection.query("BEGIN"))
