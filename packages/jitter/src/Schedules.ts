@@ -35,6 +35,20 @@ export const pollBackoff = (
       })
   }))
 
+/** A retry schedule whose n-th delay (from 0) comes from `delayFrom(n, settings, u)`; the output is the delay. */
+const retrySchedule = (
+  options: RetryJitter.Options,
+  delayFrom: (attempt: number, settings: RetryJitter.Settings, u: number) => number
+): Schedule.Schedule<Duration.Duration, unknown, InvalidParameter.InvalidParameter> =>
+  Schedule.fromStep(Effect.map(RetryJitter.settings(options), (settings) => {
+    let attempt = 0
+    return () =>
+      Effect.map(Random.next, (u) => {
+        const delay = Duration.millis(delayFrom(attempt++, settings, u))
+        return [delay, delay] as [Duration.Duration, Duration.Duration]
+      })
+  }))
+
 /**
  * Brooker's full jitter: before retry n (from 0) sleep uniform in [0, min(cap, base × 2^n)). The output
  * is the delay.
@@ -44,14 +58,7 @@ export const pollBackoff = (
 export const fullJitter = (
   options: RetryJitter.Options
 ): Schedule.Schedule<Duration.Duration, unknown, InvalidParameter.InvalidParameter> =>
-  Schedule.fromStep(Effect.map(RetryJitter.settings(options), (settings) => {
-    let attempt = 0
-    return () =>
-      Effect.map(Random.next, (u) => {
-        const delay = Duration.millis(RetryJitter.fullFrom(attempt++, settings, u))
-        return [delay, delay] as [Duration.Duration, Duration.Duration]
-      })
-  }))
+  retrySchedule(options, RetryJitter.fullFrom)
 
 /**
  * Brooker's equal jitter: before retry n (from 0) sleep half of min(cap, base × 2^n) plus uniform in
@@ -62,14 +69,7 @@ export const fullJitter = (
 export const equalJitter = (
   options: RetryJitter.Options
 ): Schedule.Schedule<Duration.Duration, unknown, InvalidParameter.InvalidParameter> =>
-  Schedule.fromStep(Effect.map(RetryJitter.settings(options), (settings) => {
-    let attempt = 0
-    return () =>
-      Effect.map(Random.next, (u) => {
-        const delay = Duration.millis(RetryJitter.equalFrom(attempt++, settings, u))
-        return [delay, delay] as [Duration.Duration, Duration.Duration]
-      })
-  }))
+  retrySchedule(options, RetryJitter.equalFrom)
 
 /**
  * Brooker's decorrelated jitter: sleep `min(cap, uniform in [base, 3 × previous sleep))`, starting from
