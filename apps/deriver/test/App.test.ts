@@ -1,0 +1,182 @@
+/**
+ * The app as a process: `node --conditions=@resilience/source apps/deriver/src/main.ts` against a real
+ * PostgreSQL. Invalid configuration stops it at start; SIGTERM while units are in flight stops it within the
+ * grace period with nothing lost and no ownership row left; a second run finishes the work exactly once.
+ */
+import { assert, layer } from "@effect/vitest"
+import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/deriver"
+import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
+import { Cluster, TestDatabase } from "@resilience/test-db"
+import { Effect, Layer, Option, References } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const root = fileURLToPath(new URL("../../../", import.meta.url))
+const main = "apps/deriver/src/main.ts"
+
+const Database = Layer.unwrap(Effect.gen(function*() {
+  const database = yield* TestDatabase
+  return DbSession.layer({
+    url: database.url,
+    connectTimeout: "2 seconds",
+    poolClass: "queue",
+    poolSize: 4,
+    driver: "pg"
+  })
+})).pipe(
+  Layer.provideMerge(TestDatabase.layer),
+  Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
+)
+
+interface Running {
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>
+}
+
+const launch = (env: Record<string, string>): Running => {
+  const child = spawn(process.execPath, ["--conditions=@resilience/source", main], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ code, signal, at: Date.now() }))
+  )
+  return { child, output: () => output, exited }
+}
+
+/** Stops a child that is still running at the end of a test (never leaves processes behind). */
+const reap = (running: Running) =>
+  Effect.addFinalizer(() =>
+    Effect.promise(async () => {
+      if (running.child.exitCode === null && running.child.signalCode === null) {
+        running.child.kill("SIGKILL")
+        await running.exited
+      }
+    })
+  )
+
+const waitFor = <A>(check: Effect.Effect<A | undefined, unknown, DbSession>, timeoutMillis: number, what: string) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMillis
+    while (Date.now() < deadline) {
+      const value = yield* Effect.orElseSucceed(check, () => undefined)
+      if (value !== undefined) return value
+      yield* Effect.sleep("25 millis")
+    }
+    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+  })
+
+const queueCounts = (schema: SchemaName.SchemaName) =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    const rows = yield* db.query<{ total: number; processed: number; errored: number; owned: number }>(
+      `SELECT count(*)::int AS total, count(*) FILTER (WHERE processed)::int AS processed,
+              count(*) FILTER (WHERE error IS NOT NULL)::int AS errored,
+              (SELECT count(*)::int FROM ${SchemaName.qualify(schema, "active_queue_sessions")}) AS owned
+       FROM ${SchemaName.qualify(schema, "queue")}`
+    )
+    return rows[0]!
+  })
+
+layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/deriver (process)", (it) => {
+  it.effect("an invalid setting stops the process at start, naming the variable and the allowed range", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const running = launch({
+        DATABASE_URL: database.url,
+        DERIVER_POLLING_JITTER_RATIO: "1.5",
+        DERIVER_METRICS_PORT: "0"
+      })
+      yield* reap(running)
+      const exit = yield* Effect.promise(() => running.exited)
+      assert.notStrictEqual(exit.code, 0)
+      assert.include(running.output(), "DERIVER_POLLING_JITTER_RATIO")
+      assert.include(running.output(), "[0, 1]")
+    }))
+
+  it.effect("SIGTERM while units are in flight: exits within the grace period, nothing lost, no ownership row", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const schema = SchemaName.makeUnsafe("app_tenant")
+      yield* Domain.migrate(schema)
+      yield* Workspaces.create(schema, "acme")
+      const sessions = 20
+      const peers = ["alice", "bob", "carol"]
+      const perPeer = 200
+      for (let s = 0; s < sessions; s++) {
+        const messages = Array.from(
+          { length: perPeer },
+          (_, i) =>
+            peers.map((peer) => ({ peer, content: `message ${i} about apples bananas and cherries from ${peer}` }))
+        ).flat()
+        yield* Messages.append(schema, "acme", `session-${s}`, messages)
+      }
+      const port = yield* Cluster.freePort
+      const env = {
+        DATABASE_URL: database.url,
+        DB_SCHEMA: schema,
+        DB_POOL_CLASS: "null",
+        DERIVER_MIGRATE: "true",
+        DERIVER_WORKERS: "4",
+        DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "0.05",
+        DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "0.5",
+        DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0",
+        DERIVER_SHUTDOWN_GRACE_SECONDS: "5",
+        DERIVER_METRICS_PORT: String(port)
+      }
+      const first = launch(env)
+      yield* reap(first)
+      // Wait until the deriver is mid-way: some units done, some held right now.
+      yield* waitFor(
+        Effect.map(queueCounts(schema), (c) => (c.processed >= 2 && c.owned > 0 ? c : undefined)),
+        60_000,
+        "units in flight"
+      )
+      const metrics = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()))
+      assert.include(metrics, "deriver_polls_total")
+      assert.include(metrics, "deriver_items_processed_total")
+      const signalledAt = Date.now()
+      first.child.kill("SIGTERM")
+      const exit = yield* Effect.promise(() => first.exited)
+      const stoppedIn = exit.at - signalledAt
+      assert.isBelow(stoppedIn, 5000 + 2000, `stopped in ${stoppedIn} ms`)
+      const afterFirst = yield* queueCounts(schema)
+      assert.strictEqual(afterFirst.owned, 0, "no ownership row remains")
+      assert.strictEqual(afterFirst.errored, 0)
+      assert.strictEqual(afterFirst.total, sessions * peers.length, "no item was deleted")
+      assert.notInclude(first.output(), "interrupting in-flight units", "in-flight units finished within the grace")
+      // Logs are JSON lines.
+      const lines = first.output().split("\n").filter((line) => line.trim() !== "")
+      assert.isTrue(lines.length > 0 && lines.every((line) => line.startsWith("{")), first.output().slice(0, 500))
+
+      // A second run finishes the rest; every peer's representation counts each message exactly once.
+      const second = launch(env)
+      yield* reap(second)
+      yield* waitFor(
+        Effect.map(queueCounts(schema), (c) => (c.processed === c.total ? c : undefined)),
+        60_000,
+        "the rest of the queue"
+      )
+      second.child.kill("SIGTERM")
+      yield* Effect.promise(() => second.exited)
+      for (const peer of peers) {
+        const representation = yield* Representations.get(schema, "acme", peer)
+        assert.isTrue(Option.isSome(representation))
+        const value = Option.getOrThrow(representation)
+        assert.strictEqual(value.messageCount, sessions * perPeer, peer)
+        assert.strictEqual(value.sessionCount, sessions, peer)
+        assert.deepStrictEqual(
+          value.topTerms.slice(0, 5).map((t) => t.term).sort(),
+          ["apples", "bananas", "cherries", "message", peer].sort()
+        )
+        assert.strictEqual(value.topTerms[0]!.count, sessions * perPeer)
+      }
+      assert.strictEqual((yield* queueCounts(schema)).owned, 0)
+    }))
+})

@@ -1,0 +1,209 @@
+/**
+ * The deriver's settings, read from the environment of DESIGN.md (`DERIVER_*`) with Effect `Config`. An
+ * invalid value fails at start with a message that names the variable, the value and the allowed range.
+ *
+ * @since 0.1.0
+ */
+import { InvalidParameter, Parameters } from "@resilience/jitter"
+import type { PollBackoff } from "@resilience/jitter"
+import { Config, ConfigProvider, Effect } from "effect"
+
+/**
+ * Validated settings of one deriver (all durations in milliseconds).
+ *
+ * @since 0.1.0
+ */
+export interface DeriverConfig {
+  /** Concurrent work units (`DERIVER_WORKERS`). */
+  readonly workers: number
+  /** The poll backoff: base, multiplier, max, enabled, jitter ratio. */
+  readonly backoff: PollBackoff.Settings
+  /** Upper bound of the startup delay (`DERIVER_POLLING_STARTUP_JITTER_SECONDS`; 0 disables it). */
+  readonly startupJitterMillis: number
+  /** An ownership row without heartbeat for this long is stale (`DERIVER_STALE_SESSION_TIMEOUT_MINUTES`). */
+  readonly staleTimeoutMillis: number
+  /** Nominal time between stale cleanups, jittered (`DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS`). */
+  readonly cleanupIntervalMillis: number
+  /** How long in-flight units may run after a shutdown signal (`DERIVER_SHUTDOWN_GRACE_SECONDS`). */
+  readonly shutdownGraceMillis: number
+  /** Items fetched per round trip while draining a unit (`DERIVER_BATCH_SIZE`). */
+  readonly batchSize: number
+}
+
+/**
+ * Settings as a caller gives them: every field optional (defaults of DESIGN.md), durations in seconds
+ * (minutes for the stale timeout) as in the environment.
+ *
+ * @since 0.1.0
+ */
+export interface Input {
+  readonly workers?: number | undefined
+  readonly pollingSleepIntervalSeconds?: number | undefined
+  readonly pollingSleepMaxIntervalSeconds?: number | undefined
+  readonly pollingBackoffMultiplier?: number | undefined
+  readonly pollingBackoffEnabled?: boolean | undefined
+  readonly pollingJitterRatio?: number | undefined
+  /** Default: the max interval. */
+  readonly pollingStartupJitterSeconds?: number | undefined
+  readonly staleSessionTimeoutMinutes?: number | undefined
+  readonly staleWorkUnitCleanupIntervalSeconds?: number | undefined
+  readonly shutdownGraceSeconds?: number | undefined
+  readonly batchSize?: number | undefined
+}
+
+/**
+ * The environment variable of each {@link Input} field.
+ *
+ * @since 0.1.0
+ */
+export const variables = {
+  workers: "DERIVER_WORKERS",
+  pollingSleepIntervalSeconds: "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS",
+  pollingSleepMaxIntervalSeconds: "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS",
+  pollingBackoffMultiplier: "DERIVER_POLLING_BACKOFF_MULTIPLIER",
+  pollingBackoffEnabled: "DERIVER_POLLING_BACKOFF_ENABLED",
+  pollingJitterRatio: "DERIVER_POLLING_JITTER_RATIO",
+  pollingStartupJitterSeconds: "DERIVER_POLLING_STARTUP_JITTER_SECONDS",
+  staleSessionTimeoutMinutes: "DERIVER_STALE_SESSION_TIMEOUT_MINUTES",
+  staleWorkUnitCleanupIntervalSeconds: "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
+  shutdownGraceSeconds: "DERIVER_SHUTDOWN_GRACE_SECONDS",
+  batchSize: "DERIVER_BATCH_SIZE"
+} as const satisfies Record<keyof Input, string>
+
+/**
+ * The defaults (DESIGN.md's table; the grace period and batch size are this package's).
+ *
+ * @since 0.1.0
+ */
+export const defaults = {
+  workers: 1,
+  pollingSleepIntervalSeconds: 1,
+  pollingSleepMaxIntervalSeconds: 30,
+  pollingBackoffMultiplier: 2,
+  pollingBackoffEnabled: true,
+  pollingJitterRatio: 0.5,
+  staleSessionTimeoutMinutes: 5,
+  staleWorkUnitCleanupIntervalSeconds: 60,
+  shutdownGraceSeconds: 10,
+  batchSize: 20
+} as const
+
+/**
+ * A setting outside its allowed range, named by its environment variable.
+ *
+ * @since 0.1.0
+ */
+export type Invalid = InvalidParameter.InvalidParameter
+
+const invalid = (parameter: string, value: unknown, allowed: string) =>
+  new InvalidParameter.InvalidParameter({ parameter, value, allowed })
+
+const integerAtLeast = (value: number, minimum: number, parameter: string) =>
+  Number.isInteger(value) && value >= minimum
+    ? Effect.succeed(value)
+    : Effect.fail(invalid(parameter, value, `an integer >= ${minimum}`))
+
+const positiveSeconds = (value: number, parameter: string) =>
+  Number.isFinite(value) && value > 0
+    ? Effect.succeed(value * 1000)
+    : Effect.fail(invalid(parameter, value, "a finite number of seconds > 0"))
+
+/**
+ * Validates settings; the error names the environment variable of the bad setting.
+ *
+ * @since 0.1.0
+ */
+export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =>
+  Effect.gen(function*() {
+    const workers = yield* integerAtLeast(input.workers ?? defaults.workers, 1, variables.workers)
+    const base = input.pollingSleepIntervalSeconds ?? defaults.pollingSleepIntervalSeconds
+    const max = input.pollingSleepMaxIntervalSeconds ?? defaults.pollingSleepMaxIntervalSeconds
+    const baseMillis = yield* positiveSeconds(base, variables.pollingSleepIntervalSeconds)
+    const maxMillis = yield* Parameters.durationAtLeast(
+      max * 1000,
+      variables.pollingSleepMaxIntervalSeconds,
+      baseMillis,
+      variables.pollingSleepIntervalSeconds
+    ).pipe(
+      Effect.mapError(() =>
+        invalid(
+          variables.pollingSleepMaxIntervalSeconds,
+          max,
+          `a finite number of seconds >= ${variables.pollingSleepIntervalSeconds} (${base})`
+        )
+      )
+    )
+    const multiplier = yield* Parameters.multiplier(
+      input.pollingBackoffMultiplier ?? defaults.pollingBackoffMultiplier,
+      variables.pollingBackoffMultiplier
+    )
+    const ratio = yield* Parameters.ratio(
+      input.pollingJitterRatio ?? defaults.pollingJitterRatio,
+      variables.pollingJitterRatio
+    )
+    const startup = input.pollingStartupJitterSeconds ?? max
+    const startupJitterMillis = Number.isFinite(startup) && startup >= 0
+      ? startup * 1000
+      : yield* Effect.fail(invalid(variables.pollingStartupJitterSeconds, startup, "a finite number of seconds >= 0"))
+    const stale = input.staleSessionTimeoutMinutes ?? defaults.staleSessionTimeoutMinutes
+    const staleTimeoutMillis = Number.isFinite(stale) && stale > 0
+      ? stale * 60_000
+      : yield* Effect.fail(invalid(variables.staleSessionTimeoutMinutes, stale, "a finite number of minutes > 0"))
+    const cleanupIntervalMillis = yield* positiveSeconds(
+      input.staleWorkUnitCleanupIntervalSeconds ?? defaults.staleWorkUnitCleanupIntervalSeconds,
+      variables.staleWorkUnitCleanupIntervalSeconds
+    )
+    const grace = input.shutdownGraceSeconds ?? defaults.shutdownGraceSeconds
+    const shutdownGraceMillis = Number.isFinite(grace) && grace >= 0
+      ? grace * 1000
+      : yield* Effect.fail(invalid(variables.shutdownGraceSeconds, grace, "a finite number of seconds >= 0"))
+    const batchSize = yield* integerAtLeast(input.batchSize ?? defaults.batchSize, 1, variables.batchSize)
+    const backoff: PollBackoff.Settings = {
+      baseMillis,
+      multiplier,
+      maxMillis,
+      enabled: input.pollingBackoffEnabled ?? defaults.pollingBackoffEnabled,
+      ratio
+    }
+    return {
+      workers,
+      backoff,
+      startupJitterMillis,
+      staleTimeoutMillis,
+      cleanupIntervalMillis,
+      shutdownGraceMillis,
+      batchSize
+    }
+  })
+
+const optionalNumber = (name: string) => Config.option(Config.Number(name))
+
+/**
+ * The settings from the environment (`DERIVER_*`, see {@link variables}). A value that is not a number, or
+ * outside its range, fails with a `ConfigError` whose message names the variable, the value and the range.
+ *
+ * @since 0.1.0
+ */
+export const config: Config.Config<DeriverConfig> = Config.all({
+  workers: optionalNumber(variables.workers),
+  pollingSleepIntervalSeconds: optionalNumber(variables.pollingSleepIntervalSeconds),
+  pollingSleepMaxIntervalSeconds: optionalNumber(variables.pollingSleepMaxIntervalSeconds),
+  pollingBackoffMultiplier: optionalNumber(variables.pollingBackoffMultiplier),
+  pollingBackoffEnabled: Config.option(Config.Boolean(variables.pollingBackoffEnabled)),
+  pollingJitterRatio: optionalNumber(variables.pollingJitterRatio),
+  pollingStartupJitterSeconds: optionalNumber(variables.pollingStartupJitterSeconds),
+  staleSessionTimeoutMinutes: optionalNumber(variables.staleSessionTimeoutMinutes),
+  staleWorkUnitCleanupIntervalSeconds: optionalNumber(variables.staleWorkUnitCleanupIntervalSeconds),
+  shutdownGraceSeconds: optionalNumber(variables.shutdownGraceSeconds),
+  batchSize: optionalNumber(variables.batchSize)
+}).pipe(
+  Config.mapEffect((options) => {
+    const input: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(options)) {
+      if (value._tag === "Some") input[key] = value.value
+    }
+    return make(input as Input).pipe(
+      Effect.mapError((error) => new Config.ConfigError(new ConfigProvider.SourceError({ message: error.message })))
+    )
+  })
+)

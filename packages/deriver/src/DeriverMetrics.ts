@@ -1,0 +1,108 @@
+/**
+ * The deriver's metrics, as Effect `Metric`s (export them with `effect/observability`'s `PrometheusMetrics`).
+ *
+ * @since 0.1.0
+ */
+import { Metric } from "effect"
+import type * as Scheduling from "./Scheduling.ts"
+
+/**
+ * Polls by result (`claimed`, `empty`, `busy`, `error`): `deriver_polls_total{result}`.
+ *
+ * @since 0.1.0
+ */
+export const polls = Metric.counter("deriver_polls_total", {
+  description: "Loop iterations by result: claimed, empty, busy (all workers busy, no poll) or error",
+  incremental: true
+})
+
+/**
+ * The counter of polls for each result.
+ *
+ * @since 0.1.0
+ */
+export const pollsBy = {
+  claimed: Metric.withAttributes(polls, { result: "claimed" }),
+  empty: Metric.withAttributes(polls, { result: "empty" }),
+  busy: Metric.withAttributes(polls, { result: "busy" }),
+  error: Metric.withAttributes(polls, { result: "error" })
+} satisfies Record<Scheduling.Outcome, unknown>
+
+/**
+ * The current, unjittered poll interval of the backoff schedule: `deriver_poll_interval_seconds`.
+ *
+ * @since 0.1.0
+ */
+export const pollInterval = Metric.gauge("deriver_poll_interval_seconds", {
+  description: "Current poll interval of the backoff schedule (before jitter)"
+})
+
+/**
+ * Work units claimed: `deriver_claims_total`.
+ *
+ * @since 0.1.0
+ */
+export const claims = Metric.counter("deriver_claims_total", {
+  description: "Work units claimed",
+  incremental: true
+})
+
+/**
+ * Items processed successfully: `deriver_items_processed_total`.
+ *
+ * @since 0.1.0
+ */
+export const itemsProcessed = Metric.counter("deriver_items_processed_total", {
+  description: "Queue items whose handler succeeded",
+  incremental: true
+})
+
+/**
+ * Items whose handler failed (marked with their error): `deriver_items_failed_total`.
+ *
+ * @since 0.1.0
+ */
+export const itemsFailed = Metric.counter("deriver_items_failed_total", {
+  description: "Queue items whose handler failed; marked with the error",
+  incremental: true
+})
+
+/**
+ * Database failures while processing an item (item left unprocessed, worker backed off):
+ * `deriver_item_database_failures_total`.
+ *
+ * @since 0.1.0
+ */
+export const itemDatabaseFailures = Metric.counter("deriver_item_database_failures_total", {
+  description: "Database failures while working on an item; the item stays unprocessed for a later attempt",
+  incremental: true
+})
+
+/**
+ * Time to process one claimed work unit: `deriver_unit_processing_seconds`.
+ *
+ * @since 0.1.0
+ */
+export const unitProcessingSeconds = Metric.histogram("deriver_unit_processing_seconds", {
+  description: "Time from claiming a work unit to releasing it",
+  boundaries: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
+})
+
+/**
+ * Work units being processed right now: `deriver_units_in_flight`.
+ *
+ * @since 0.1.0
+ */
+export const unitsInFlight = Metric.gauge("deriver_units_in_flight", {
+  description: "Work units this process is working on"
+})
+
+/**
+ * Stale ownership rows removed by the cleanup: `deriver_stale_units_released_total`.
+ *
+ * @since 0.1.0
+ */
+export const staleUnitsReleased = Metric.counter("deriver_stale_units_released_total", {
+  description: "Ownership rows removed because their heartbeat was older than the stale timeout",
+  incremental: true
+})

@@ -1,0 +1,125 @@
+/**
+ * Versioned, per-schema migrations: each component (the queue, the domain, …) keeps an ordered list of
+ * migrations, and a migrations table in the tenant schema records which versions ran. Concurrent starts are
+ * safe: the whole run happens in one transaction under a transaction-scoped advisory lock for the schema.
+ *
+ * @since 0.1.0
+ */
+import { DbSession } from "@resilience/db-session"
+import type { Connection, DbError } from "@resilience/db-session"
+import { Effect } from "effect"
+import * as SchemaName from "./SchemaName.ts"
+
+/**
+ * One migration: a version (strictly increasing within its component), a name for the record, and the SQL
+ * statements it runs, built for a given (validated) schema.
+ *
+ * @since 0.1.0
+ */
+export interface Migration {
+  readonly version: number
+  readonly name: string
+  readonly up: (schema: SchemaName.SchemaName) => ReadonlyArray<string>
+}
+
+/**
+ * A named, ordered list of migrations (e.g. `queue`, `domain`). Components share one migrations table.
+ *
+ * @since 0.1.0
+ */
+export interface Component {
+  readonly name: string
+  readonly migrations: ReadonlyArray<Migration>
+}
+
+/**
+ * A migration that ran during {@link run}.
+ *
+ * @since 0.1.0
+ */
+export interface Applied {
+  readonly component: string
+  readonly version: number
+  readonly name: string
+}
+
+/**
+ * The name of the migrations table created in every migrated schema.
+ *
+ * @since 0.1.0
+ */
+export const table = "resilience_migrations"
+
+/** A constant first key for `pg_advisory_xact_lock(int, int)`, so our locks do not collide with others'. */
+const lockNamespace = 0x5e511e
+
+/**
+ * Runs the pending migrations of the components on one connection that is already inside a transaction:
+ * takes the schema's advisory lock, creates the schema and the migrations table if needed, then applies
+ * what has not run yet, in order.
+ *
+ * @since 0.1.0
+ */
+export const runIn = Effect.fnUntraced(function*(
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  components: ReadonlyArray<Component>
+) {
+  yield* connection.query("SELECT pg_advisory_xact_lock($1::int, hashtext($2))", [lockNamespace, schema])
+  yield* connection.query(`CREATE SCHEMA IF NOT EXISTS ${SchemaName.quote(schema)}`)
+  const migrations = SchemaName.qualify(schema, table)
+  yield* connection.query(
+    `CREATE TABLE IF NOT EXISTS ${migrations} (
+      component text NOT NULL,
+      version integer NOT NULL,
+      name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (component, version)
+    )`
+  )
+  const done = yield* connection.query<{ component: string; version: number }>(
+    `SELECT component, version FROM ${migrations}`
+  )
+  const ran = new Set(done.map((row) => `${row.component}:${row.version}`))
+  const applied: Array<Applied> = []
+  for (const component of components) {
+    const ordered = [...component.migrations].sort((a, b) => a.version - b.version)
+    for (const migration of ordered) {
+      if (ran.has(`${component.name}:${migration.version}`)) continue
+      for (const statement of migration.up(schema)) {
+        yield* connection.query(statement)
+      }
+      yield* connection.query(
+        `INSERT INTO ${migrations} (component, version, name) VALUES ($1, $2, $3)`,
+        [component.name, migration.version, migration.name]
+      )
+      applied.push({ component: component.name, version: migration.version, name: migration.name })
+    }
+  }
+  return applied as ReadonlyArray<Applied>
+})
+
+/**
+ * Runs the pending migrations of the components for a schema in one transaction (one checkout): all of
+ * them or none. Safe to call from many instances at once; the first one migrates, the others wait for its
+ * lock and then find nothing to do.
+ *
+ * @since 0.1.0
+ */
+export const run = (
+  schema: SchemaName.SchemaName,
+  components: ReadonlyArray<Component>
+): Effect.Effect<ReadonlyArray<Applied>, DbError, DbSession> =>
+  Effect.gen(function*() {
+    const session = yield* DbSession
+    return yield* session.transaction((connection) => runIn(connection, schema, components))
+  }).pipe(
+    Effect.tap((applied) =>
+      applied.length === 0
+        ? Effect.void
+        : Effect.logInfo("migrations applied").pipe(
+          Effect.annotateLogs({ schema, migrations: applied.map((a) => `${a.component}:${a.version}`) })
+        )
+    ),
+    Effect.withSpan("Migrator.run", { attributes: { schema } })
+  )

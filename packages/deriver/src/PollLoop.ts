@@ -1,0 +1,218 @@
+/**
+ * The polling loop of DESIGN.md (items 1–5, 7, 8), independent of SQL: startup jitter, poll, decide the next
+ * sleep with {@link Scheduling}, fork claimed units onto workers bounded by a semaphore, and shut down
+ * gracefully. The {@link Deriver} plugs the queue's SQL in as a {@link Source}; tests plug in fakes to check
+ * the sequence of sleeps under `TestClock`.
+ *
+ * @since 0.1.0
+ */
+import type { PollBackoff } from "@resilience/jitter"
+import { Clock, Deferred, Duration, Effect, Fiber, FiberSet, Metric, Option, Random, Semaphore } from "effect"
+import type { Scope } from "effect"
+import * as DeriverMetrics from "./DeriverMetrics.ts"
+import * as Scheduling from "./Scheduling.ts"
+
+/**
+ * Where the loop gets its work: a poll (optionally preceded by the stale cleanup) that claims up to `limit`
+ * units, the processing of one claimed unit, and the release of everything still held at shutdown.
+ *
+ * @since 0.1.0
+ */
+export interface Source<R> {
+  /**
+   * One poll: when `cleanup` is true, remove stale ownership first; then claim up to `limit` units. A failure
+   * (typically the database being unavailable) is an `error` outcome; the source logs it.
+   */
+  readonly poll: (limit: number, cleanup: boolean) => Effect.Effect<ReadonlyArray<string>, unknown, R>
+  /** Works a claimed unit until it is drained, releasing it when done. Interrupted at the end of the grace. */
+  readonly process: (unit: string) => Effect.Effect<void, never, R>
+  /** Releases every unit this instance still holds; runs once, after the workers have stopped. */
+  readonly releaseAll: Effect.Effect<void, never, R>
+}
+
+/**
+ * Loop settings (milliseconds).
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  readonly workers: number
+  readonly backoff: PollBackoff.Settings
+  readonly startupJitterMillis: number
+  readonly cleanupIntervalMillis: number
+  readonly shutdownGraceMillis: number
+  /** Called for every scheduling event (tests, benchmarks); must not fail. */
+  readonly observer?: ((event: Event) => Effect.Effect<void>) | undefined
+}
+
+/**
+ * What the loop decided, for observers.
+ *
+ * @since 0.1.0
+ */
+export type Event =
+  | { readonly _tag: "Started"; readonly startupDelayMillis: number }
+  | {
+    readonly _tag: "Polled"
+    readonly outcome: Scheduling.Outcome
+    /** Units claimed by this poll. */
+    readonly claimed: ReadonlyArray<string>
+    /** The sleep that follows (0: poll again at once). */
+    readonly sleepMillis: number
+    /** The unjittered interval of the schedule after the decision. */
+    readonly intervalMillis: number
+  }
+  | { readonly _tag: "Stopping" }
+  | { readonly _tag: "Stopped"; readonly interruptedUnits: ReadonlyArray<string> }
+
+/**
+ * A running loop.
+ *
+ * @since 0.1.0
+ */
+export interface PollLoop {
+  /** The units being worked on right now. */
+  readonly held: Effect.Effect<ReadonlyArray<string>>
+  /**
+   * Graceful shutdown: stop claiming at once (sleeps are interrupted), let in-flight units finish within the
+   * grace period, interrupt what is left, then release every ownership row still held. Idempotent; also runs
+   * when the loop's scope closes.
+   */
+  readonly shutdown: Effect.Effect<void>
+  /** Completes when a shutdown has finished. */
+  readonly stopped: Effect.Effect<void>
+}
+
+/**
+ * Starts the loop in the current scope; closing the scope shuts it down gracefully.
+ *
+ * @since 0.1.0
+ */
+export const start = <R>(source: Source<R>, options: Options): Effect.Effect<PollLoop, never, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const settings = options.backoff
+    const observe = options.observer ?? (() => Effect.void)
+    const semaphore = yield* Semaphore.make(options.workers)
+    const held = new Set<string>()
+    const workers = yield* FiberSet.make<void, never>()
+    const stopped = yield* Deferred.make<void>()
+    let stopping = false
+
+    const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
+
+    const runUnit = (unit: string) =>
+      source.process(unit).pipe(
+        Effect.ensuring(
+          Effect.suspend(() => {
+            held.delete(unit)
+            return Effect.andThen(semaphore.release(1), Metric.update(DeriverMetrics.unitsInFlight, held.size))
+          })
+        )
+      )
+
+    // Claiming and handing units to workers is one uninterruptible step: a shutdown never strands a unit
+    // that the database says we own but no worker holds.
+    const poll = (limit: number, cleanup: boolean): Effect.Effect<ReadonlyArray<string> | undefined, never, R> =>
+      source.poll(limit, cleanup).pipe(
+        Effect.flatMap((units) =>
+          Effect.gen(function*() {
+            for (const unit of units) {
+              yield* semaphore.take(1)
+              held.add(unit)
+              yield* FiberSet.run(workers, runUnit(unit))
+            }
+            if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
+            yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
+            return units as ReadonlyArray<string> | undefined
+          })
+        ),
+        Effect.catch(() => Effect.succeed(undefined)),
+        Effect.uninterruptible
+      )
+
+    const loop = Effect.gen(function*() {
+      let state = { currentMillis: settings.baseMillis } as PollBackoff.State
+      let nextCleanupAt = yield* Clock.currentTimeMillis
+      while (true) {
+        const free = options.workers - held.size
+        let outcome: Scheduling.Outcome = "busy"
+        let claimed: ReadonlyArray<string> = []
+        if (free > 0) {
+          const now = yield* Clock.currentTimeMillis
+          const cleanup = now >= nextCleanupAt
+          const result = yield* poll(free, cleanup)
+          if (result === undefined) {
+            outcome = "error"
+          } else {
+            claimed = result
+            outcome = result.length > 0 ? "claimed" : "empty"
+            if (cleanup) {
+              const u = yield* draw(settings.ratio !== 0)
+              nextCleanupAt = now + Scheduling.cleanupDelay(options.cleanupIntervalMillis, settings.ratio, u)
+            }
+          }
+        }
+        const u = yield* draw(Scheduling.needsDraw(outcome, settings))
+        const decision = Scheduling.decide(settings, state, outcome, u)
+        state = decision.state
+        yield* Metric.update(DeriverMetrics.pollsBy[outcome], 1)
+        yield* Metric.update(DeriverMetrics.pollInterval, state.currentMillis / 1000)
+        yield* observe({
+          _tag: "Polled",
+          outcome,
+          claimed,
+          sleepMillis: decision.sleepMillis,
+          intervalMillis: state.currentMillis
+        })
+        if (decision.sleepMillis > 0) {
+          yield* Effect.sleep(Duration.millis(decision.sleepMillis))
+        } else {
+          yield* Effect.yieldNow
+        }
+      }
+    })
+
+    const main = Effect.gen(function*() {
+      const startupDelayMillis = options.startupJitterMillis > 0
+        ? Scheduling.startupDelay(options.startupJitterMillis, yield* Random.next)
+        : 0
+      yield* observe({ _tag: "Started", startupDelayMillis })
+      if (startupDelayMillis > 0) yield* Effect.sleep(Duration.millis(startupDelayMillis))
+      return yield* loop
+    })
+
+    const poller = yield* Effect.forkDetach(main)
+
+    const shutdown: Effect.Effect<void, never, R> = Effect.suspend(() => {
+      if (stopping) return Deferred.await(stopped)
+      stopping = true
+      return Effect.gen(function*() {
+        yield* observe({ _tag: "Stopping" })
+        yield* Fiber.interrupt(poller)
+        const finished = yield* Effect.interruptible(FiberSet.awaitEmpty(workers)).pipe(
+          Effect.timeoutOption(Duration.millis(options.shutdownGraceMillis))
+        )
+        const interruptedUnits = Option.isNone(finished) ? [...held] : []
+        if (interruptedUnits.length > 0) {
+          yield* Effect.logWarning("shutdown grace period over; interrupting in-flight units").pipe(
+            Effect.annotateLogs({ units: interruptedUnits })
+          )
+          yield* FiberSet.clear(workers)
+          yield* Effect.interruptible(FiberSet.awaitEmpty(workers))
+        }
+        yield* source.releaseAll
+        yield* observe({ _tag: "Stopped", interruptedUnits })
+        yield* Deferred.succeed(stopped, undefined)
+      }).pipe(Effect.uninterruptible)
+    })
+
+    const context = yield* Effect.context<R>()
+    const shutdownProvided = Effect.provideContext(shutdown, context)
+    yield* Effect.addFinalizer(() => shutdownProvided)
+
+    return {
+      held: Effect.sync(() => [...held]),
+      shutdown: shutdownProvided,
+      stopped: Deferred.await(stopped)
+    }
+  })

@@ -1,0 +1,268 @@
+/**
+ * The queue's SQL: enqueue, claim, stale cleanup, drain, mark and release. Every function runs on a
+ * `Connection` that the caller checked out (one checkout per poll, per item, per transaction), so the caller
+ * decides what shares a transaction.
+ *
+ * @since 0.1.0
+ */
+import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/db-session"
+import { Effect } from "effect"
+import * as SchemaName from "./SchemaName.ts"
+
+/**
+ * One item to enqueue. Items with the same `workUnitKey` are processed one at a time, in id order.
+ *
+ * @since 0.1.0
+ */
+export interface NewItem {
+  /** The serialization key, e.g. `representation:{workspace}:{session}:{peer}`. */
+  readonly workUnitKey: string
+  /** Selects the handler in the {@link Handlers} registry. */
+  readonly taskType: string
+  /** Any JSON value; stored as jsonb. */
+  readonly payload: unknown
+}
+
+/**
+ * An unprocessed item as a worker sees it.
+ *
+ * @since 0.1.0
+ */
+export interface Item {
+  /** The item's id (a bigint, as a decimal string). */
+  readonly id: string
+  readonly workUnitKey: string
+  readonly taskType: string
+  readonly payload: unknown
+}
+
+/**
+ * The error type of every statement here.
+ *
+ * @since 0.1.0
+ */
+export type QueryError = QueryFailed | DatabaseUnavailable
+
+const tables = (schema: SchemaName.SchemaName) => ({
+  queue: SchemaName.qualify(schema, "queue"),
+  sessions: SchemaName.qualify(schema, "active_queue_sessions")
+})
+
+/**
+ * Enqueues items in one statement on the given connection (use a transaction to enqueue atomically with
+ * other writes). Returns the number of rows inserted.
+ *
+ * @since 0.1.0
+ */
+export const enqueue = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  items: ReadonlyArray<NewItem>
+): Effect.Effect<number, QueryError> =>
+  items.length === 0
+    ? Effect.succeed(0)
+    : Effect.map(
+      connection.query<{ n: number }>(
+        `WITH inserted AS (
+          INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload)
+          SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb)
+          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, n)
+          ORDER BY e.n
+          RETURNING 1
+        ) SELECT count(*)::int AS n FROM inserted`,
+        [JSON.stringify(items.map((item) => ({
+          work_unit_key: item.workUnitKey,
+          task_type: item.taskType,
+          payload: item.payload ?? null
+        })))]
+      ),
+      (rows) => rows[0]?.n ?? 0
+    )
+
+/**
+ * The claim statement: up to `$1` work units with unprocessed items that nobody owns, oldest first (by their
+ * first unprocessed id), made ours by inserting ownership rows (owner `$2`) with
+ * `INSERT … ON CONFLICT DO NOTHING RETURNING`; a unit that another instance claimed in the meantime is
+ * skipped. One statement, hence one transaction. Reads only the partial index of unprocessed rows.
+ *
+ * @since 0.1.0
+ */
+export const claimSql = (schema: SchemaName.SchemaName): string => {
+  const { queue, sessions } = tables(schema)
+  return `WITH candidates AS MATERIALIZED (
+  SELECT q.work_unit_key, min(q.id) AS first_id
+  FROM ${queue} q
+  WHERE NOT q.processed
+    AND NOT EXISTS (SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key)
+  GROUP BY q.work_unit_key
+  ORDER BY first_id
+  LIMIT $1
+), claimed AS (
+  INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
+  SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id
+  ON CONFLICT (work_unit_key) DO NOTHING
+  RETURNING work_unit_key
+)
+SELECT c.work_unit_key FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+}
+
+/**
+ * Claims up to `limit` work units for `owner` (see {@link claimSql}); returns their keys, oldest first.
+ *
+ * @since 0.1.0
+ */
+export const claim = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  limit: number,
+  owner: string
+): Effect.Effect<ReadonlyArray<string>, QueryError> =>
+  limit <= 0
+    ? Effect.succeed([])
+    : Effect.map(
+      connection.query<{ work_unit_key: string }>(claimSql(schema), [limit, owner]),
+      (rows) => rows.map((row) => row.work_unit_key)
+    )
+
+/**
+ * The stale cleanup statement: deletes ownership rows whose heartbeat is older than `$1` seconds, skipping
+ * rows that another transaction has locked (`FOR UPDATE SKIP LOCKED`).
+ *
+ * @since 0.1.0
+ */
+export const cleanupStaleSql = (schema: SchemaName.SchemaName): string => {
+  const { sessions } = tables(schema)
+  return `DELETE FROM ${sessions} WHERE id IN (
+  SELECT id FROM ${sessions}
+  WHERE last_updated < now() - make_interval(secs => $1::float8)
+  FOR UPDATE SKIP LOCKED
+) RETURNING work_unit_key`
+}
+
+/**
+ * Removes stale ownership rows (no heartbeat for `staleAfterSeconds`); returns the freed unit keys.
+ *
+ * @since 0.1.0
+ */
+export const cleanupStale = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  staleAfterSeconds: number
+): Effect.Effect<ReadonlyArray<string>, QueryError> =>
+  Effect.map(
+    connection.query<{ work_unit_key: string }>(cleanupStaleSql(schema), [staleAfterSeconds]),
+    (rows) => rows.map((row) => row.work_unit_key)
+  )
+
+/**
+ * The next unprocessed items of a unit, in id order (at most `limit`).
+ *
+ * @since 0.1.0
+ */
+export const nextItems = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  workUnitKey: string,
+  limit: number
+): Effect.Effect<ReadonlyArray<Item>, QueryError> =>
+  Effect.map(
+    connection.query<{ id: string; task_type: string; payload: string }>(
+      `SELECT q.id::text AS id, q.task_type, q.payload::text AS payload FROM ${tables(schema).queue} q
+       WHERE q.work_unit_key = $1 AND NOT q.processed ORDER BY q.id LIMIT $2`,
+      [workUnitKey, limit]
+    ),
+    (rows) =>
+      rows.map((row) => ({
+        id: row.id,
+        workUnitKey,
+        taskType: row.task_type,
+        // jsonb::text is always valid JSON.
+        payload: JSON.parse(row.payload) as unknown
+      }))
+  )
+
+/**
+ * Marks an item processed (with `error` when its handler failed) and bumps the unit's heartbeat, in one
+ * statement. Returns whether `owner` still holds the unit (false: a stale cleanup took it away).
+ *
+ * @since 0.1.0
+ */
+export const complete = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  item: Item,
+  owner: string,
+  error: string | undefined
+): Effect.Effect<boolean, QueryError> => {
+  const { queue, sessions } = tables(schema)
+  return Effect.map(
+    connection.query<{ owned: boolean }>(
+      `WITH marked AS (
+        UPDATE ${queue} SET processed = true, error = $3 WHERE id = $1::bigint AND NOT processed RETURNING id
+      ), beat AS (
+        UPDATE ${sessions} SET last_updated = now() WHERE work_unit_key = $2 AND owner = $4 RETURNING 1
+      ) SELECT EXISTS (SELECT 1 FROM beat) AS owned, (SELECT count(*) FROM marked) AS marked`,
+      [item.id, item.workUnitKey, error ?? null, owner]
+    ),
+    (rows) => rows[0]?.owned === true
+  )
+}
+
+/**
+ * Bumps a unit's heartbeat; returns whether `owner` still holds it.
+ *
+ * @since 0.1.0
+ */
+export const heartbeat = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  workUnitKey: string,
+  owner: string
+): Effect.Effect<boolean, QueryError> =>
+  Effect.map(
+    connection.query(
+      `UPDATE ${tables(schema).sessions} SET last_updated = now()
+       WHERE work_unit_key = $1 AND owner = $2 RETURNING 1`,
+      [workUnitKey, owner]
+    ),
+    (rows) => rows.length > 0
+  )
+
+/**
+ * Releases ownership rows of `owner` (never another instance's row with the same key). Returns how many
+ * rows were deleted.
+ *
+ * @since 0.1.0
+ */
+export const release = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  workUnitKeys: ReadonlyArray<string>,
+  owner: string
+): Effect.Effect<number, QueryError> =>
+  workUnitKeys.length === 0
+    ? Effect.succeed(0)
+    : Effect.map(
+      connection.query(
+        `DELETE FROM ${tables(schema).sessions}
+         WHERE owner = $2 AND work_unit_key IN (SELECT jsonb_array_elements_text($1::jsonb))
+         RETURNING 1`,
+        [JSON.stringify(workUnitKeys), owner]
+      ),
+      (rows) => rows.length
+    )
+
+/**
+ * Releases every ownership row of `owner` (shutdown). Returns how many rows were deleted.
+ *
+ * @since 0.1.0
+ */
+export const releaseOwner = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  owner: string
+): Effect.Effect<number, QueryError> =>
+  Effect.map(
+    connection.query(`DELETE FROM ${tables(schema).sessions} WHERE owner = $1 RETURNING 1`, [owner]),
+    (rows) => rows.length
+  )

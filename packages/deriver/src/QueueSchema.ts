@@ -1,0 +1,66 @@
+/**
+ * The queue's tables and indexes in a tenant schema, as versioned migrations for the {@link Migrator}.
+ *
+ * @since 0.1.0
+ */
+import type * as Migrator from "./Migrator.ts"
+import * as SchemaName from "./SchemaName.ts"
+
+/**
+ * The queue's migrations:
+ *
+ * 1. `queue` (id, work_unit_key, task_type, payload jsonb, processed, error, created_at) and
+ *    `active_queue_sessions` (id, unique work_unit_key, owner, last_updated): the ownership table whose
+ *    unique key makes a claim exclusive across instances.
+ * 2. The partial index `queue_unprocessed_idx (work_unit_key, id) WHERE NOT processed`: the claim and the
+ *    drain of a unit read only unprocessed rows, so their cost follows the backlog, not the history.
+ * 3. `active_queue_sessions_last_updated_idx` for the stale cleanup.
+ *
+ * @since 0.1.0
+ */
+export const migrations: ReadonlyArray<Migrator.Migration> = [
+  {
+    version: 1,
+    name: "queue and ownership tables",
+    up: (schema) => [
+      `CREATE TABLE ${SchemaName.qualify(schema, "queue")} (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        work_unit_key text NOT NULL,
+        task_type text NOT NULL,
+        payload jsonb NOT NULL DEFAULT '{}'::jsonb,
+        processed boolean NOT NULL DEFAULT false,
+        error text,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE TABLE ${SchemaName.qualify(schema, "active_queue_sessions")} (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        work_unit_key text NOT NULL UNIQUE,
+        owner text NOT NULL DEFAULT '',
+        last_updated timestamptz NOT NULL DEFAULT now()
+      )`
+    ]
+  },
+  {
+    version: 2,
+    name: "partial index of unprocessed items",
+    up: (schema) => [
+      `CREATE INDEX queue_unprocessed_idx ON ${SchemaName.qualify(schema, "queue")} (work_unit_key, id)
+        WHERE NOT processed`
+    ]
+  },
+  {
+    version: 3,
+    name: "ownership heartbeat index",
+    up: (schema) => [
+      `CREATE INDEX active_queue_sessions_last_updated_idx
+        ON ${SchemaName.qualify(schema, "active_queue_sessions")} (last_updated)`
+    ]
+  }
+]
+
+/**
+ * The queue as a {@link Migrator.Component}.
+ *
+ * @since 0.1.0
+ */
+export const component: Migrator.Component = { name: "queue", migrations }

@@ -1,0 +1,88 @@
+/**
+ * The loop's scheduling decisions as pure functions of a uniform draw: what to sleep after each poll
+ * outcome and how the backoff moves. The deriver's loop and the fleet simulator both call these, so a
+ * simulated deriver schedules exactly as the real one does.
+ *
+ * Built on `@resilience/jitter`'s pure core (`PollBackoff.step`, `Jitter.jitterFrom`).
+ *
+ * @since 0.1.0
+ */
+import { Jitter, PollBackoff } from "@resilience/jitter"
+
+/**
+ * What one iteration of the loop saw:
+ * - `claimed`: the poll claimed at least one unit;
+ * - `empty`: the poll found nothing to claim;
+ * - `busy`: every worker was busy, so nothing was polled;
+ * - `error`: the poll failed (e.g. the database is unavailable).
+ *
+ * @since 0.1.0
+ */
+export type Outcome = "claimed" | "empty" | "busy" | "error"
+
+/**
+ * The outcomes, for metrics and reports.
+ *
+ * @since 0.1.0
+ */
+export const outcomes: ReadonlyArray<Outcome> = ["claimed", "empty", "busy", "error"]
+
+/**
+ * The next sleep (milliseconds, 0 = poll again at once) and the backoff state after it.
+ *
+ * @since 0.1.0
+ */
+export interface Decision {
+  readonly sleepMillis: number
+  readonly state: PollBackoff.State
+}
+
+/**
+ * Whether deciding on this outcome consumes a uniform draw (so callers draw only when needed and a seeded
+ * sequence is used identically by every caller).
+ *
+ * @since 0.1.0
+ */
+export const needsDraw = (outcome: Outcome, settings: PollBackoff.Settings): boolean =>
+  outcome !== "claimed" && settings.ratio !== 0
+
+/**
+ * The decision after a poll outcome, for a uniform draw `u` in [0, 1):
+ * - `claimed`: reset the backoff to the base and poll again at once;
+ * - `empty` and `error`: sleep the jittered current interval, then grow it (×multiplier, capped);
+ * - `busy`: sleep a jittered base interval; the backoff is untouched.
+ *
+ * @since 0.1.0
+ */
+export const decide = (
+  settings: PollBackoff.Settings,
+  state: PollBackoff.State,
+  outcome: Outcome,
+  u: number
+): Decision => {
+  switch (outcome) {
+    case "claimed":
+      return { sleepMillis: 0, state: PollBackoff.initial(settings) }
+    case "busy":
+      return { sleepMillis: PollBackoff.baseSleepFrom(settings, u), state }
+    case "empty":
+    case "error":
+      return { sleepMillis: PollBackoff.sleepFrom(state, settings, u), state: PollBackoff.step(state, settings) }
+  }
+}
+
+/**
+ * The delay before the first poll, uniform in [0, startupMillis), for a uniform draw `u`.
+ *
+ * @since 0.1.0
+ */
+export const startupDelay = (startupMillis: number, u: number): number => Jitter.startupDelayFrom(startupMillis, u)
+
+/**
+ * The delay until the next stale cleanup: the cleanup interval jittered with the poll ratio, so the fleet's
+ * cleanups do not align either.
+ *
+ * @since 0.1.0
+ */
+export const cleanupDelay = (intervalMillis: number, ratio: number, u: number): number =>
+  Jitter.jitterFrom(intervalMillis, ratio, u)

@@ -1,0 +1,83 @@
+/**
+ * `@resilience/deriver`: a jittered, fail-fast Postgres queue worker that backs off a saturated database
+ * and loses no work.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The deriver: the poll loop over one tenant schema's queue.
+ *
+ * @since 0.1.0
+ */
+export * as Deriver from "./Deriver.ts"
+
+/**
+ * The deriver's settings from the `DERIVER_*` environment.
+ *
+ * @since 0.1.0
+ */
+export * as DeriverConfig from "./DeriverConfig.ts"
+
+/**
+ * The deriver's metrics.
+ *
+ * @since 0.1.0
+ */
+export * as DeriverMetrics from "./DeriverMetrics.ts"
+
+/**
+ * Database failure vs handler failure, and error rendering.
+ *
+ * @since 0.1.0
+ */
+export * as Failures from "./Failures.ts"
+
+/**
+ * The task handler registry.
+ *
+ * @since 0.1.0
+ */
+export * as Handlers from "./Handlers.ts"
+
+/**
+ * Versioned, advisory-locked migrations per schema.
+ *
+ * @since 0.1.0
+ */
+export * as Migrator from "./Migrator.ts"
+
+/**
+ * The polling loop, independent of SQL.
+ *
+ * @since 0.1.0
+ */
+export * as PollLoop from "./PollLoop.ts"
+
+/**
+ * The queue's SQL.
+ *
+ * @since 0.1.0
+ */
+export * as Queue from "./Queue.ts"
+
+/**
+ * The queue's migrations.
+ *
+ * @since 0.1.0
+ */
+export * as QueueSchema from "./QueueSchema.ts"
+
+/**
+ * Validated, quoted schema names.
+ *
+ * @since 0.1.0
+ */
+export * as SchemaName from "./SchemaName.ts"
+
+/**
+ * The loop's pure scheduling decisions (shared with the fleet simulator).
+ *
+ * @since 0.1.0
+ */
+export * as Scheduling from "./Scheduling.ts"

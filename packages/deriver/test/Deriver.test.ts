@@ -1,0 +1,267 @@
+/** The deriver against real PostgreSQL: exclusivity, order, stale takeover, handler failures, shutdown. */
+import { assert, layer } from "@effect/vitest"
+import { DatabaseUnavailable, DbSession } from "@resilience/db-session"
+import { Deferred, Effect, Scope } from "effect"
+import * as Deriver from "../src/Deriver.ts"
+import * as Handlers from "../src/Handlers.ts"
+import * as Queue from "../src/Queue.ts"
+import * as SchemaName from "../src/SchemaName.ts"
+import { count, Database, eventually, freshSchema, testConfig } from "./support.ts"
+
+const unprocessed = (schema: SchemaName.SchemaName) =>
+  count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE NOT processed`)
+const owned = (schema: SchemaName.SchemaName) =>
+  count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
+
+const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Queue.NewItem>) =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    return yield* db.withConnection((c) => Queue.enqueue(c, schema, items))
+  })
+
+/** Runs `body` with derivers started in their own scope, closed (gracefully) at the end. */
+const withScope = <A, E, R>(body: (scope: Scope.Closeable) => Effect.Effect<A, E, R>) =>
+  Effect.acquireUseRelease(Scope.make(), body, (scope, exit) => Scope.close(scope, exit))
+
+layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
+  it.effect("two derivers never work on the same unit at once, and each unit is drained in id order", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const units = Array.from({ length: 12 }, (_, i) => `unit-${i}`)
+      // Interleave the units so that ids of one unit are spread out.
+      const items = Array.from(
+        { length: 15 },
+        (_, round) => units.map((unit) => ({ workUnitKey: unit, taskType: "record", payload: { round } }))
+      ).flat()
+      yield* enqueue(schema, items)
+      const active = new Map<string, string>()
+      const violations: Array<string> = []
+      const seen = new Map<string, Array<bigint>>()
+      const handler: Handlers.Handler = (item) =>
+        Effect.gen(function*() {
+          const other = active.get(item.workUnitKey)
+          if (other !== undefined) violations.push(`${item.workUnitKey}: ${other} and ${item.id}`)
+          active.set(item.workUnitKey, item.id)
+          seen.set(item.workUnitKey, [...(seen.get(item.workUnitKey) ?? []), BigInt(item.id)])
+          yield* Effect.sleep("2 millis")
+          active.delete(item.workUnitKey)
+        })
+      const handlers = Handlers.make({ record: handler })
+      const config = yield* testConfig({ workers: 3 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "a" }), scope)
+          yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "b" }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+        })
+      )
+      assert.deepStrictEqual(violations, [])
+      for (const unit of units) {
+        const ids = seen.get(unit) ?? []
+        assert.strictEqual(ids.length, 15, unit)
+        assert.deepStrictEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), `${unit} in id order`)
+      }
+      assert.strictEqual(yield* owned(schema), 0, "every unit was released")
+    }))
+
+  it.effect("a stale ownership row is cleaned up and the unit is taken over; a live one is respected", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
+      yield* enqueue(schema, [
+        ...Array.from({ length: 3 }, () => ({ workUnitKey: "orphaned", taskType: "noop", payload: {} })),
+        { workUnitKey: "alive", taskType: "noop", payload: {} }
+      ])
+      yield* db.query(
+        `INSERT INTO ${sessions} (work_unit_key, owner, last_updated) VALUES
+         ('orphaned', 'crashed-instance', now() - interval '10 minutes'), ('alive', 'other-instance', now())`
+      )
+      const config = yield* testConfig({ staleSessionTimeoutMinutes: 5, staleWorkUnitCleanupIntervalSeconds: 0.2 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(
+            Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config }),
+            scope
+          )
+          yield* eventually(
+            Effect.map(
+              count(
+                `SELECT count(*) FROM ${
+                  SchemaName.qualify(schema, "queue")
+                } WHERE work_unit_key = 'orphaned' AND NOT processed`
+              ),
+              (n) => n === 0
+            )
+          )
+          yield* Effect.sleep("300 millis")
+        })
+      )
+      const alive = yield* count(
+        `SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE work_unit_key = 'alive' AND NOT processed`
+      )
+      assert.strictEqual(alive, 1, "the unit held by a live instance was not touched")
+      const rows = yield* db.query<{ work_unit_key: string }>(`SELECT work_unit_key FROM ${sessions}`)
+      assert.deepStrictEqual(rows.map((r) => r.work_unit_key), ["alive"])
+    }))
+
+  it.effect("a failing handler marks its item and the rest of the unit is processed", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      yield* enqueue(
+        schema,
+        ["ok", "fail", "ok", "die", "ok", "unknown-type"].map((kind) => ({
+          workUnitKey: "mixed",
+          taskType: kind === "unknown-type" ? "nobody-handles-this" : "work",
+          payload: { kind }
+        }))
+      )
+      const order: Array<string> = []
+      const handlers = Handlers.make({
+        work: (item) =>
+          Effect.gen(function*() {
+            const kind = (item.payload as { kind: string }).kind
+            order.push(kind)
+            if (kind === "fail") return yield* Effect.fail({ _tag: "BadInput", message: "cannot derive this" })
+            if (kind === "die") return yield* Effect.die(new Error("handler bug"))
+          })
+      })
+      const config = yield* testConfig()
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+        })
+      )
+      assert.deepStrictEqual(order, ["ok", "fail", "ok", "die", "ok"])
+      const rows = yield* db.query<{ error: string | null }>(
+        `SELECT error FROM ${SchemaName.qualify(schema, "queue")} ORDER BY id`
+      )
+      assert.strictEqual(rows[0]!.error, null)
+      assert.strictEqual(rows[1]!.error, "BadInput: cannot derive this")
+      assert.strictEqual(rows[2]!.error, null)
+      assert.include(rows[3]!.error!, "handler bug")
+      assert.strictEqual(rows[4]!.error, null)
+      assert.include(rows[5]!.error!, "no handler registered")
+    }))
+
+  it.effect("a database failure in a handler leaves the item unprocessed and the worker backs off", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      yield* enqueue(schema, [1, 2, 3].map((n) => ({ workUnitKey: "flaky", taskType: "work", payload: { n } })))
+      const attempts: Array<{ n: number; at: number }> = []
+      const handlers = Handlers.make({
+        work: (item) =>
+          Effect.gen(function*() {
+            const n = (item.payload as { n: number }).n
+            attempts.push({ n, at: Date.now() })
+            if (n === 2 && attempts.filter((a) => a.n === 2).length <= 3) {
+              return yield* new DatabaseUnavailable({
+                reason: "Saturated",
+                code: "53300",
+                message: "sorry, too many clients already",
+                elapsedMillis: 1
+              })
+            }
+          })
+      })
+      const config = yield* testConfig({ pollingSleepIntervalSeconds: 0.1, pollingSleepMaxIntervalSeconds: 1 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+        })
+      )
+      const second = attempts.filter((a) => a.n === 2)
+      assert.strictEqual(second.length, 4, "three failures, then success")
+      // Backoff 0.1, 0.2, 0.4 s nominal with ratio 0.5: at least 0.35 s in total, not a hot loop.
+      assert.isAtLeast(second.at(-1)!.at - second[0]!.at, 340)
+      assert.deepStrictEqual(attempts.map((a) => a.n), [1, 2, 2, 2, 2, 3], "in order, item 1 not repeated")
+      const errors = yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE error IS NOT NULL`)
+      assert.strictEqual(errors, 0, "no item is marked with a database error")
+      void db
+    }))
+
+  it.effect("graceful shutdown: in-flight units finish within the grace period, ownership rows are released", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      yield* enqueue(schema, ["a", "b", "c"].map((unit) => ({ workUnitKey: unit, taskType: "slow", payload: {} })))
+      const started = yield* Deferred.make<void>()
+      let finished = 0
+      const handlers = Handlers.make({
+        slow: () =>
+          Effect.gen(function*() {
+            yield* Deferred.succeed(started, undefined)
+            yield* Effect.sleep("300 millis")
+            finished++
+          })
+      })
+      const config = yield* testConfig({ workers: 3, shutdownGraceSeconds: 5 })
+      const stoppedAfter = yield* withScope((scope) =>
+        Effect.gen(function*() {
+          const deriver = yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+          yield* Deferred.await(started)
+          yield* eventually(Effect.map(deriver.held, (held) => held.length === 3))
+          const t0 = Date.now()
+          yield* deriver.shutdown
+          return Date.now() - t0
+        })
+      )
+      assert.strictEqual(finished, 3, "in-flight units finished")
+      assert.isBelow(stoppedAfter, 5000)
+      assert.strictEqual(yield* unprocessed(schema), 0)
+      assert.strictEqual(yield* owned(schema), 0)
+    }))
+
+  it.effect("shutdown after the grace period interrupts what is left, loses nothing and releases everything", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      yield* enqueue(
+        schema,
+        ["a", "b"].flatMap((unit) => [1, 2, 3].map((n) => ({ workUnitKey: unit, taskType: "stuck", payload: { n } })))
+      )
+      const handlers = Handlers.make({
+        stuck: (item) => (item.payload as { n: number }).n === 1 ? Effect.void : Effect.never
+      })
+      const config = yield* testConfig({ workers: 2, shutdownGraceSeconds: 0.3 })
+      const stoppedAfter = yield* withScope((scope) =>
+        Effect.gen(function*() {
+          const deriver = yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 4))
+          const t0 = Date.now()
+          yield* deriver.shutdown
+          return Date.now() - t0
+        })
+      )
+      assert.isAtLeast(stoppedAfter, 250)
+      assert.isBelow(stoppedAfter, 3000)
+      assert.strictEqual(yield* unprocessed(schema), 4, "interrupted items stay in the queue")
+      assert.strictEqual(
+        yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE error IS NOT NULL`),
+        0
+      )
+      assert.strictEqual(yield* owned(schema), 0, "no ownership row remains")
+    }))
+
+  it.effect("closing the scope stops claiming at once: no claims after shutdown", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const config = yield* testConfig({ pollingSleepIntervalSeconds: 0.01, pollingSleepMaxIntervalSeconds: 0.01 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          const deriver = yield* Scope.provide(
+            Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config }),
+            scope
+          )
+          yield* Effect.sleep("100 millis")
+          yield* deriver.shutdown
+        })
+      )
+      yield* enqueue(schema, [{ workUnitKey: "late", taskType: "noop", payload: {} }])
+      yield* Effect.sleep("200 millis")
+      assert.strictEqual(yield* unprocessed(schema), 1)
+      assert.strictEqual(yield* owned(schema), 0)
+    }))
+})

@@ -1,0 +1,65 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit } from "effect"
+import * as DeriverConfig from "../src/DeriverConfig.ts"
+
+const read = (env: Record<string, string>) =>
+  DeriverConfig.config.parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
+
+describe("DeriverConfig", () => {
+  it.effect("defaults follow DESIGN.md; the startup window defaults to the max interval", () =>
+    Effect.gen(function*() {
+      const exit = yield* read({})
+      assert.isTrue(Exit.isSuccess(exit))
+      const config = (exit as Exit.Success<DeriverConfig.DeriverConfig>).value
+      assert.deepStrictEqual(config, {
+        workers: 1,
+        backoff: { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 },
+        startupJitterMillis: 30_000,
+        staleTimeoutMillis: 300_000,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 10_000,
+        batchSize: 20
+      })
+      const custom = yield* read({
+        DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "10",
+        DERIVER_POLLING_BACKOFF_ENABLED: "false"
+      })
+      assert.isTrue(Exit.isSuccess(custom))
+      const value = (custom as Exit.Success<DeriverConfig.DeriverConfig>).value
+      assert.strictEqual(value.startupJitterMillis, 10_000)
+      assert.isFalse(value.backoff.enabled)
+    }))
+
+  const invalid: ReadonlyArray<readonly [Record<string, string>, string, string]> = [
+    [{ DERIVER_POLLING_JITTER_RATIO: "1.5" }, "DERIVER_POLLING_JITTER_RATIO", "[0, 1]"],
+    [{ DERIVER_POLLING_JITTER_RATIO: "-0.1" }, "DERIVER_POLLING_JITTER_RATIO", "[0, 1]"],
+    [{ DERIVER_WORKERS: "0" }, "DERIVER_WORKERS", ">= 1"],
+    [{ DERIVER_WORKERS: "2.5" }, "DERIVER_WORKERS", "integer"],
+    [{ DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "0" }, "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", "> 0"],
+    [
+      { DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "5", DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2" },
+      "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS",
+      ">= DERIVER_POLLING_SLEEP_INTERVAL_SECONDS"
+    ],
+    [{ DERIVER_POLLING_BACKOFF_MULTIPLIER: "0.5" }, "DERIVER_POLLING_BACKOFF_MULTIPLIER", ">= 1"],
+    [{ DERIVER_POLLING_STARTUP_JITTER_SECONDS: "-1" }, "DERIVER_POLLING_STARTUP_JITTER_SECONDS", ">= 0"],
+    [{ DERIVER_STALE_SESSION_TIMEOUT_MINUTES: "0" }, "DERIVER_STALE_SESSION_TIMEOUT_MINUTES", "> 0"],
+    [
+      { DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS: "-5" },
+      "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
+      "> 0"
+    ],
+    [{ DERIVER_WORKERS: "many" }, "DERIVER_WORKERS", ""],
+    [{ DERIVER_POLLING_BACKOFF_ENABLED: "maybe" }, "DERIVER_POLLING_BACKOFF_ENABLED", ""]
+  ]
+  for (const [env, variable, allowed] of invalid) {
+    it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>
+      Effect.gen(function*() {
+        const exit = yield* read(env)
+        assert.isTrue(Exit.isFailure(exit))
+        const message = String(exit)
+        assert.include(message, variable)
+        assert.include(message, allowed)
+      }))
+  }
+})

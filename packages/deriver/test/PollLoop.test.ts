@@ -1,0 +1,231 @@
+/**
+ * The loop's scheduling under `TestClock` and a seeded `Random`, against an in-memory claim source (the only
+ * fake in these tests: everything about SQL runs against real PostgreSQL in the other suites).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { PollBackoff } from "@resilience/jitter"
+import { Clock, Deferred, Effect, Random, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import * as PollLoop from "../src/PollLoop.ts"
+
+type Step = "empty" | "error" | ReadonlyArray<string>
+
+const settings = (ratio: number): PollBackoff.Settings => ({
+  baseMillis: 1000,
+  multiplier: 2,
+  maxMillis: 30_000,
+  enabled: true,
+  ratio
+})
+
+/** A loop over a scripted source; returns the recorded events and poll times. */
+const harness = Effect.fnUntraced(function*(options: {
+  readonly script: (index: number) => Step
+  readonly ratio: number
+  readonly workers?: number
+  readonly startupJitterMillis?: number
+  readonly process?: (unit: string) => Effect.Effect<void>
+}) {
+  const events = yield* Ref.make<ReadonlyArray<PollLoop.Event>>([])
+  const polls = yield* Ref.make(0)
+  const loop = yield* PollLoop.start({
+    poll: () =>
+      Effect.gen(function*() {
+        const index = yield* Ref.getAndUpdate(polls, (n) => n + 1)
+        const step = options.script(index)
+        if (step === "error") return yield* Effect.fail("database unavailable")
+        return step === "empty" ? [] : step
+      }),
+    process: options.process ?? (() => Effect.void),
+    releaseAll: Effect.void
+  }, {
+    workers: options.workers ?? 1,
+    backoff: settings(options.ratio),
+    startupJitterMillis: options.startupJitterMillis ?? 0,
+    cleanupIntervalMillis: 60_000,
+    shutdownGraceMillis: 1000,
+    observer: (event) => Ref.update(events, (all) => [...all, event])
+  })
+  const polled = Effect.map(
+    Ref.get(events),
+    (all) => all.filter((event): event is Extract<PollLoop.Event, { _tag: "Polled" }> => event._tag === "Polled")
+  )
+  return { loop, polled, polls: Ref.get(polls) }
+})
+
+/** Advances the test clock one sleep at a time until `n` polls have been decided. */
+const advanceUntil = Effect.fnUntraced(function*(
+  polled: Effect.Effect<ReadonlyArray<Extract<PollLoop.Event, { _tag: "Polled" }>>>,
+  n: number
+) {
+  for (let guard = 0; guard < 10_000; guard++) {
+    const events = yield* polled
+    if (events.length >= n) return events.slice(0, n)
+    const last = events.at(-1)
+    yield* TestClock.adjust(last === undefined ? 0 : Math.max(1, last.sleepMillis))
+  }
+  throw new Error("the loop did not poll often enough")
+})
+
+describe("PollLoop scheduling (TestClock, seeded Random)", () => {
+  it.effect("empty polls at ratio 0 sleep exactly 1, 2, 4, 8, 16, 30, 30 s", () =>
+    Effect.gen(function*() {
+      const { polled } = yield* harness({ script: () => "empty", ratio: 0 })
+      const events = yield* advanceUntil(polled, 7)
+      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+      assert.deepStrictEqual(events.map((e) => e.outcome), Array(7).fill("empty"))
+    }).pipe(Random.withSeed("empty")))
+
+  it.effect("the loop really sleeps those intervals (poll times on the test clock)", () =>
+    Effect.gen(function*() {
+      const times: Array<number> = []
+      const { polled } = yield* harness({
+        script: () => "empty",
+        ratio: 0,
+        process: () => Effect.void
+      })
+      for (let i = 0; i < 6; i++) {
+        const events = yield* advanceUntil(polled, i + 1)
+        times.push(yield* Clock.currentTimeMillis)
+        assert.strictEqual(events.length, i + 1)
+      }
+      assert.deepStrictEqual(times.map((t, i) => i === 0 ? 0 : t - times[i - 1]!), [0, 1000, 2000, 4000, 8000, 16_000])
+    }).pipe(Random.withSeed("times")))
+
+  it.effect("a claim resets the backoff and polls again at once", () =>
+    Effect.gen(function*() {
+      const { polled } = yield* harness({
+        script: (i) => (i === 4 ? ["unit-a"] : "empty"),
+        ratio: 0,
+        workers: 2
+      })
+      const events = yield* advanceUntil(polled, 8)
+      assert.deepStrictEqual(events.map((e) => e.outcome), [
+        "empty",
+        "empty",
+        "empty",
+        "empty",
+        "claimed",
+        "empty",
+        "empty",
+        "empty"
+      ])
+      // 1, 2, 4, 8 — claim: 0 (at once) — then the schedule starts over at the base: 1, 2, 4.
+      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 0, 1000, 2000, 4000])
+    }).pipe(Random.withSeed("claim")))
+
+  it.effect("all workers busy: sleeps a jittered base and does not advance the backoff", () =>
+    Effect.gen(function*() {
+      const done = yield* Deferred.make<void>()
+      const { polled } = yield* harness({
+        script: (i) => (i === 0 ? ["unit-a"] : "empty"),
+        ratio: 0.5,
+        workers: 1,
+        process: () => Deferred.await(done)
+      })
+      const busy = yield* advanceUntil(polled, 7)
+      assert.deepStrictEqual(busy.map((e) => e.outcome), ["claimed", ...Array(6).fill("busy")])
+      for (const event of busy.slice(1)) {
+        assert.isTrue(event.sleepMillis >= 500 && event.sleepMillis <= 1500, `busy sleep ${event.sleepMillis}`)
+        assert.strictEqual(event.intervalMillis, 1000)
+      }
+      assert.isTrue(new Set(busy.slice(1).map((e) => e.sleepMillis)).size > 1, "busy sleeps are jittered")
+      yield* Deferred.succeed(done, undefined)
+      const after = (yield* advanceUntil(polled, 9)).slice(7)
+      // Six busy cycles later the schedule is still at the base: the first empty poll sleeps ~1 s, not ~30 s.
+      assert.deepStrictEqual(after.map((e) => e.outcome), ["empty", "empty"])
+      assert.isTrue(after[0]!.sleepMillis >= 500 && after[0]!.sleepMillis <= 1500)
+      assert.isTrue(after[1]!.sleepMillis >= 1000 && after[1]!.sleepMillis <= 3000)
+    }).pipe(Random.withSeed("busy")))
+
+  it.effect("the error branch advances like the empty branch", () =>
+    Effect.gen(function*() {
+      const { polled } = yield* harness({ script: () => "error", ratio: 0 })
+      const events = yield* advanceUntil(polled, 7)
+      assert.deepStrictEqual(events.map((e) => e.outcome), Array(7).fill("error"))
+      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+    }).pipe(Random.withSeed("error")))
+
+  for (const ratio of [0.1, 0.5, 1]) {
+    it.effect(`with ratio ${ratio} every sleep lies in [1 - r, 1 + r] x schedule`, () =>
+      Effect.gen(function*() {
+        const { polled } = yield* harness({ script: (i) => (i % 3 === 2 ? "error" : "empty"), ratio })
+        const events = yield* advanceUntil(polled, 40)
+        const schedule = [1000, 2000, 4000, 8000, 16_000, ...Array(35).fill(30_000)] as Array<number>
+        events.forEach((event, i) => {
+          const nominal = schedule[i]!
+          assert.isTrue(
+            event.sleepMillis >= (1 - ratio) * nominal && event.sleepMillis <= (1 + ratio) * nominal,
+            `sleep ${i}: ${event.sleepMillis} outside [${(1 - ratio) * nominal}, ${(1 + ratio) * nominal}]`
+          )
+        })
+        // The schedule itself is untouched by jitter.
+        assert.deepStrictEqual(events.map((e) => e.intervalMillis), [...schedule.slice(1), 30_000])
+        assert.isTrue(new Set(events.map((e) => e.sleepMillis)).size > 30, "sleeps are jittered")
+      }).pipe(Random.withSeed(`ratio-${ratio}`)))
+  }
+
+  it.effect("the same seed gives the same sleeps", () =>
+    Effect.gen(function*() {
+      const run = Effect.scoped(Effect.gen(function*() {
+        const { polled } = yield* harness({ script: () => "empty", ratio: 0.5, startupJitterMillis: 30_000 })
+        yield* TestClock.adjust(30_000)
+        return (yield* advanceUntil(polled, 10)).map((e) => e.sleepMillis)
+      }))
+      const a = yield* run.pipe(Random.withSeed("same"))
+      const b = yield* run.pipe(Random.withSeed("same"))
+      assert.deepStrictEqual(a, b)
+    }))
+
+  it.effect("startup jitter delays the first poll within [0, max] and a shutdown cuts it short", () =>
+    Effect.gen(function*() {
+      const started = yield* Ref.make<number | undefined>(undefined)
+      const loop = yield* PollLoop.start({
+        poll: () => Effect.succeed([]),
+        process: () => Effect.void,
+        releaseAll: Effect.void
+      }, {
+        workers: 1,
+        backoff: settings(0.5),
+        startupJitterMillis: 30_000,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 1000,
+        observer: (event) => event._tag === "Started" ? Ref.set(started, event.startupDelayMillis) : Effect.void
+      })
+      yield* TestClock.adjust(0)
+      const delay = yield* Ref.get(started)
+      assert.isDefined(delay)
+      assert.isTrue(delay! > 0 && delay! <= 30_000)
+      // Shut down while the startup sleep is pending: it returns without the clock moving, and nothing polls.
+      yield* loop.shutdown
+      assert.strictEqual(yield* Clock.currentTimeMillis, 0)
+      yield* TestClock.adjust(60_000)
+      assert.deepStrictEqual(yield* loop.held, [])
+    }).pipe(Random.withSeed("startup")))
+
+  it.effect("startup delays of loops started together spread across the window", () =>
+    Effect.gen(function*() {
+      const delays: Array<number> = []
+      for (let i = 0; i < 200; i++) {
+        yield* PollLoop.start({
+          poll: () => Effect.succeed([]),
+          process: () => Effect.void,
+          releaseAll: Effect.void
+        }, {
+          workers: 1,
+          backoff: settings(0.5),
+          startupJitterMillis: 30_000,
+          cleanupIntervalMillis: 60_000,
+          shutdownGraceMillis: 0,
+          observer: (event) =>
+            event._tag === "Started" ? Effect.sync(() => delays.push(event.startupDelayMillis)) : Effect.void
+        })
+      }
+      yield* TestClock.adjust(0)
+      assert.strictEqual(delays.length, 200)
+      // Ten 3-second buckets, each holding a fair share (uniform: 20 expected per bucket).
+      const buckets = Array(10).fill(0) as Array<number>
+      for (const d of delays) buckets[Math.min(9, Math.floor(d / 3000))]!++
+      for (const count of buckets) assert.isTrue(count >= 8 && count <= 35, `bucket ${count}`)
+    }).pipe(Random.withSeed("spread")))
+})

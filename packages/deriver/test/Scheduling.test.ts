@@ -1,0 +1,60 @@
+import { assert, describe, it } from "@effect/vitest"
+import type { PollBackoff } from "@resilience/jitter"
+import fc from "fast-check"
+import * as Scheduling from "../src/Scheduling.ts"
+
+const settings = (ratio: number, enabled = true): PollBackoff.Settings => ({
+  baseMillis: 1000,
+  multiplier: 2,
+  maxMillis: 30_000,
+  enabled,
+  ratio
+})
+
+describe("Scheduling (pure)", () => {
+  it("empty and error advance 1, 2, 4, 8, 16, 30, 30; claimed resets with no sleep; busy leaves the state", () => {
+    let state = { currentMillis: 1000 }
+    const sleeps: Array<number> = []
+    for (let i = 0; i < 7; i++) {
+      const decision = Scheduling.decide(settings(0), state, i % 2 === 0 ? "empty" : "error", 0.3)
+      sleeps.push(decision.sleepMillis)
+      state = decision.state
+    }
+    assert.deepStrictEqual(sleeps, [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
+    const busy = Scheduling.decide(settings(0), state, "busy", 0.9)
+    assert.deepStrictEqual(busy, { sleepMillis: 1000, state })
+    assert.deepStrictEqual(Scheduling.decide(settings(0), state, "claimed", 0.5), {
+      sleepMillis: 0,
+      state: { currentMillis: 1000 }
+    })
+  })
+
+  it("backoff disabled: always the base", () => {
+    const decision = Scheduling.decide(settings(0, false), { currentMillis: 1000 }, "empty", 0)
+    assert.deepStrictEqual(decision, { sleepMillis: 1000, state: { currentMillis: 1000 } })
+  })
+
+  it("every jittered sleep lies in [1 - r, 1 + r] x the nominal interval", () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        fc.integer({ min: 1000, max: 30_000 }),
+        fc.constantFrom<Scheduling.Outcome>("empty", "error", "busy"),
+        (ratio, u, current, outcome) => {
+          const { sleepMillis } = Scheduling.decide(settings(ratio), { currentMillis: current }, outcome, u)
+          const nominal = outcome === "busy" ? 1000 : current
+          return sleepMillis >= (1 - ratio) * nominal - 1e-9 && sleepMillis <= (1 + ratio) * nominal + 1e-9
+        }
+      )
+    )
+  })
+
+  it("draws only when the decision uses chance", () => {
+    assert.isFalse(Scheduling.needsDraw("claimed", settings(0.5)))
+    assert.isFalse(Scheduling.needsDraw("empty", settings(0)))
+    assert.isTrue(Scheduling.needsDraw("busy", settings(0.5)))
+    assert.strictEqual(Scheduling.startupDelay(30_000, 0.5), 15_000)
+    assert.strictEqual(Scheduling.cleanupDelay(60_000, 0, 0.9), 60_000)
+  })
+})

@@ -1,0 +1,100 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { DbSession } from "@resilience/db-session"
+import { ConfigProvider, Effect, Exit } from "effect"
+import * as Migrator from "../src/Migrator.ts"
+import * as Queue from "../src/Queue.ts"
+import * as QueueSchema from "../src/QueueSchema.ts"
+import * as SchemaName from "../src/SchemaName.ts"
+import { Database } from "./support.ts"
+
+describe("SchemaName", () => {
+  it("accepts plain lower-case identifiers", () => {
+    for (const name of ["public", "tenant_1", "_x", "a".repeat(63)]) assert.isTrue(SchemaName.isValid(name), name)
+  })
+
+  it("rejects everything that could break out of an identifier", () => {
+    for (
+      const name of [
+        "",
+        "Tenant",
+        "1tenant",
+        "a".repeat(64),
+        "x; DROP TABLE queue; --",
+        "x\"; DROP SCHEMA public CASCADE; --",
+        "x.y",
+        "x y",
+        "x'",
+        "ünïcode",
+        "pg_catalog",
+        "pg_temp",
+        "information_schema",
+        "x\u0000"
+      ]
+    ) {
+      assert.isFalse(SchemaName.isValid(name), JSON.stringify(name))
+      const exit = Effect.runSyncExit(SchemaName.make(name))
+      assert.isTrue(Exit.isFailure(exit), JSON.stringify(name))
+    }
+  })
+
+  it("quotes identifiers, doubling inner quotes", () => {
+    assert.strictEqual(SchemaName.quote(SchemaName.makeUnsafe("tenant_1")), "\"tenant_1\"")
+    assert.strictEqual(SchemaName.qualify(SchemaName.makeUnsafe("t"), "queue"), "\"t\".\"queue\"")
+    assert.strictEqual(SchemaName.quoteIdentifier("a\"b"), "\"a\"\"b\"")
+  })
+
+  it("makeUnsafe throws on an invalid name", () => {
+    assert.throws(() => SchemaName.makeUnsafe("x; --"))
+  })
+
+  it.effect("reads DB_SCHEMA, defaulting to public, and names the variable when it is invalid", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        SchemaName.config().parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
+      const defaulted = yield* read({})
+      assert.deepStrictEqual(defaulted, Exit.succeed(SchemaName.makeUnsafe("public")))
+      const invalid = yield* read({ DB_SCHEMA: "x\"; drop" })
+      assert.isTrue(Exit.isFailure(invalid))
+      assert.include(String(invalid), "DB_SCHEMA")
+    }))
+})
+
+layer(Database, { excludeTestServices: true })("Migrator (PostgreSQL)", (it) => {
+  it.effect("concurrent starts migrate once and all succeed", () =>
+    Effect.gen(function*() {
+      const schema = SchemaName.makeUnsafe("concurrent_start")
+      const results = yield* Effect.all(
+        Array.from({ length: 6 }, () => Migrator.run(schema, [QueueSchema.component])),
+        { concurrency: "unbounded" }
+      )
+      const applied = results.flat()
+      assert.strictEqual(applied.length, QueueSchema.migrations.length, "each migration ran exactly once")
+      const db = yield* DbSession
+      const rows = yield* db.query<{ version: number }>(
+        `SELECT version FROM ${SchemaName.qualify(schema, Migrator.table)} WHERE component = 'queue' ORDER BY version`
+      )
+      assert.deepStrictEqual(rows.map((r) => r.version), [1, 2, 3])
+      assert.deepStrictEqual(yield* Migrator.run(schema, [QueueSchema.component]), [])
+    }))
+
+  it.effect("a later migration is applied on top of earlier ones", () =>
+    Effect.gen(function*() {
+      const schema = SchemaName.makeUnsafe("upgrade_path")
+      yield* Migrator.run(schema, [{ name: "queue", migrations: QueueSchema.migrations.slice(0, 1) }])
+      const second = yield* Migrator.run(schema, [QueueSchema.component])
+      assert.deepStrictEqual(second.map((m) => m.version), [2, 3])
+    }))
+
+  it.effect("a schema name with every allowed character class works end to end", () =>
+    Effect.gen(function*() {
+      const schema = SchemaName.makeUnsafe("_tenant_0042_x")
+      yield* Migrator.run(schema, [QueueSchema.component])
+      const db = yield* DbSession
+      const n = yield* db.withConnection((c) =>
+        Queue.enqueue(c, schema, [{ workUnitKey: "u'; drop table x; --", taskType: "t", payload: { "a\"b": "'" } }])
+      )
+      assert.strictEqual(n, 1)
+      const items = yield* db.withConnection((c) => Queue.nextItems(c, schema, "u'; drop table x; --", 10))
+      assert.deepStrictEqual(items.map((i) => i.payload), [{ "a\"b": "'" }])
+    }))
+})

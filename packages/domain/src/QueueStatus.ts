@@ -1,0 +1,56 @@
+/**
+ * The queue as a workspace sees it: pending, in progress, processed and errored items.
+ *
+ * @since 0.1.0
+ */
+import { DbSession } from "@resilience/db-session"
+import type { DbError } from "@resilience/db-session"
+import { SchemaName } from "@resilience/deriver"
+import { Effect } from "effect"
+
+/**
+ * Item counts of one workspace:
+ * - `pending`: unprocessed, in a unit nobody holds;
+ * - `inProgress`: unprocessed, in a unit a deriver holds;
+ * - `processed`: done without error;
+ * - `errored`: done, marked with its handler's error.
+ *
+ * @since 0.1.0
+ */
+export interface QueueStatus {
+  readonly pending: number
+  readonly inProgress: number
+  readonly processed: number
+  readonly errored: number
+}
+
+/**
+ * The queue status of a workspace (items whose payload names it).
+ *
+ * @since 0.1.0
+ */
+export const forWorkspace = (
+  schema: SchemaName.SchemaName,
+  workspace: string
+): Effect.Effect<QueueStatus, DbError, DbSession> =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    const rows = yield* db.query<QueueStatus>(
+      `SELECT
+         count(*) FILTER (WHERE NOT q.processed AND a.work_unit_key IS NULL)::int AS "pending",
+         count(*) FILTER (WHERE NOT q.processed AND a.work_unit_key IS NOT NULL)::int AS "inProgress",
+         count(*) FILTER (WHERE q.processed AND q.error IS NULL)::int AS "processed",
+         count(*) FILTER (WHERE q.processed AND q.error IS NOT NULL)::int AS "errored"
+       FROM ${SchemaName.qualify(schema, "queue")} q
+       LEFT JOIN ${SchemaName.qualify(schema, "active_queue_sessions")} a ON a.work_unit_key = q.work_unit_key
+       WHERE q.payload ->> 'workspace' = $1`,
+      [workspace]
+    )
+    const row = rows[0]
+    return {
+      pending: row?.pending ?? 0,
+      inProgress: row?.inProgress ?? 0,
+      processed: row?.processed ?? 0,
+      errored: row?.errored ?? 0
+    }
+  }).pipe(Effect.withSpan("QueueStatus.forWorkspace", { attributes: { schema, workspace } }))

@@ -1,0 +1,95 @@
+/**
+ * Reading what the deriver derived: a peer's representation in a workspace.
+ *
+ * @since 0.1.0
+ */
+import { DbSession } from "@resilience/db-session"
+import type { DbError } from "@resilience/db-session"
+import { SchemaName } from "@resilience/deriver"
+import { Effect, Option } from "effect"
+
+/**
+ * A term and how often the peer used it.
+ *
+ * @since 0.1.0
+ */
+export interface TermCount {
+  readonly term: string
+  readonly count: number
+}
+
+/**
+ * A peer's representation: message and session counts, first and last message time (ISO 8601, UTC), the most
+ * frequent terms and when the deriver last updated it.
+ *
+ * @since 0.1.0
+ */
+export interface Representation {
+  readonly workspace: string
+  readonly peer: string
+  readonly messageCount: number
+  readonly sessionCount: number
+  readonly firstSeen: string
+  readonly lastSeen: string
+  readonly topTerms: ReadonlyArray<TermCount>
+  readonly updatedAt: string
+}
+
+/**
+ * How many terms a representation lists.
+ *
+ * @since 0.1.0
+ */
+export const topTermCount = 10
+
+const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+
+/**
+ * The representation of `peer` in `workspace`, or none if the deriver has not derived one (yet).
+ *
+ * @since 0.1.0
+ */
+export const get = (
+  schema: SchemaName.SchemaName,
+  workspace: string,
+  peer: string
+): Effect.Effect<Option.Option<Representation>, DbError, DbSession> =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    const rows = yield* db.query<{
+      message_count: number
+      session_count: number
+      first_seen: string
+      last_seen: string
+      updated_at: string
+      top_terms: string
+    }>(
+      `SELECT r.message_count::float8 AS message_count, r.session_count, ${iso("r.first_seen")} AS first_seen,
+         ${iso("r.last_seen")} AS last_seen, ${iso("r.updated_at")} AS updated_at,
+         coalesce((
+           SELECT jsonb_agg(jsonb_build_object('term', t.term, 'count', t.count) ORDER BY t.count DESC, t.term)
+           FROM (
+             SELECT term, count FROM ${SchemaName.qualify(schema, "peer_terms")}
+             WHERE workspace = $1 AND peer = $2 ORDER BY count DESC, term LIMIT $3
+           ) t
+         ), '[]'::jsonb)::text AS top_terms
+       FROM ${SchemaName.qualify(schema, "peer_representations")} r
+       WHERE r.workspace = $1 AND r.peer = $2`,
+      [workspace, peer, topTermCount]
+    )
+    const row = rows[0]
+    if (row === undefined) return Option.none()
+    return Option.some({
+      workspace,
+      peer,
+      messageCount: Number(row.message_count),
+      sessionCount: Number(row.session_count),
+      firstSeen: row.first_seen,
+      lastSeen: row.last_seen,
+      topTerms: (JSON.parse(row.top_terms) as ReadonlyArray<{ term: string; count: number }>).map((t) => ({
+        term: t.term,
+        count: Number(t.count)
+      })),
+      updatedAt: row.updated_at
+    })
+  }).pipe(Effect.withSpan("Representations.get", { attributes: { schema, workspace, peer } }))
