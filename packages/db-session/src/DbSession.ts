@@ -29,6 +29,11 @@ export class DbSession extends Context.Service<DbSession, {
     sql: string,
     params?: ReadonlyArray<unknown>
   ) => Effect.Effect<ReadonlyArray<Row>, DbError>
+  /**
+   * Runs `effect` with every use of this service inside it (queries, connections, transactions) on ONE
+   * checkout: a request that reads and then writes makes one connection attempt, not several.
+   */
+  readonly oneCheckout: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DbError, R>
 }>()("@resilience/db-session/DbSession") {
   /** A session with explicit options. */
   static readonly layer = (options: DbConfig.Options): Layer.Layer<DbSession> => Layer.effect(DbSession, make(options))
@@ -133,6 +138,40 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
     return { raw, connection: connectionFor(raw, () => released) }
   })
 
+  /** BEGIN … COMMIT around `f` on a checked-out connection; ROLLBACK on failure or interruption. */
+  const inTransaction = <A, E, R>(
+    raw: RawConnection,
+    connection: Connection,
+    f: (connection: Connection) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | QueryFailed | DatabaseUnavailable, R> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        yield* restore(connection.query("BEGIN"))
+        const exit = yield* Effect.exit(restore(f(connection)))
+        if (Exit.isSuccess(exit)) {
+          yield* restore(connection.query("COMMIT"))
+          return exit.value
+        }
+        // Runs on failure and on interruption alike, bounded: a server that does not answer the ROLLBACK
+        // costs the connection (closed, never reused), not the fiber.
+        const rolledBack = yield* connection.query("ROLLBACK").pipe(
+          Effect.timeoutOrElse({ duration: connectTimeoutMillis, orElse: () => Effect.fail("ROLLBACK timed out") }),
+          Effect.exit
+        )
+        if (Exit.isFailure(rolledBack)) raw.invalidate()
+        return yield* exit
+      })
+    )
+
+  /** The service bound to one checked-out connection: every use goes to it, no further checkout. */
+  const pinned = (raw: RawConnection, connection: Connection): DbSession["Service"] =>
+    DbSession.of({
+      withConnection: (f) => f(connection),
+      transaction: (f) => inTransaction(raw, connection, f),
+      query: (sql, params) => connection.query(sql, params),
+      oneCheckout: (effect) => effect
+    })
+
   const withConnection = <A, E, R>(
     f: (connection: Connection) => Effect.Effect<A, E, R>
   ): Effect.Effect<A, E | DbError, R> => Effect.scoped(Effect.flatMap(checkout, ({ connection }) => f(connection)))
@@ -140,30 +179,18 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   const transaction = <A, E, R>(
     f: (connection: Connection) => Effect.Effect<A, E, R>
   ): Effect.Effect<A, E | DbError, R> =>
-    Effect.scoped(Effect.gen(function*() {
-      const { connection, raw } = yield* checkout
-      return yield* Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          yield* restore(connection.query("BEGIN"))
-          const exit = yield* Effect.exit(restore(f(connection)))
-          if (Exit.isSuccess(exit)) {
-            yield* restore(connection.query("COMMIT"))
-            return exit.value
-          }
-          // Runs on failure and on interruption alike, bounded: a server that does not answer the ROLLBACK
-          // costs the connection (closed, never reused), not the fiber.
-          const rolledBack = yield* connection.query("ROLLBACK").pipe(
-            Effect.timeoutOrElse({ duration: connectTimeoutMillis, orElse: () => Effect.fail("ROLLBACK timed out") }),
-            Effect.exit
-          )
-          if (Exit.isFailure(rolledBack)) raw.invalidate()
-          return yield* exit
-        })
-      )
-    }))
+    Effect.scoped(Effect.flatMap(checkout, ({ connection, raw }) => inTransaction(raw, connection, f)))
 
   const query = <Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) =>
     withConnection((connection) => connection.query<Row>(sql, params))
 
-  return DbSession.of({ withConnection, transaction, query })
+  const oneCheckout = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DbError, R> =>
+    Effect.scoped(
+      Effect.flatMap(
+        checkout,
+        ({ connection, raw }) => Effect.provideService(effect, DbSession, pinned(raw, connection))
+      )
+    )
+
+  return DbSession.of({ withConnection, transaction, query, oneCheckout })
 })

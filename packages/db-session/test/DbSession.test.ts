@@ -131,6 +131,40 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
           assert.strictEqual(yield* eventually(backends(applicationName), (n) => n === 0), 0)
         })))
 
+      it.effect("oneCheckout: reads, a transaction and a failed transaction share one connection attempt", () =>
+        Effect.gen(function*() {
+          const { admin, cluster } = yield* Server
+          const table = `one_${driver}_${poolClass}`
+          yield* admin(`create table ${table} (label text)`)
+          const proxy = yield* CountingProxy.start(cluster)
+          const before = yield* proxy.attempts
+          yield* Effect.gen(function*() {
+            const db = yield* DbSession
+            const request = Effect.gen(function*() {
+              const inner = yield* DbSession
+              const [first] = yield* inner.query<{ pid: number }>("select pg_backend_pid() as pid")
+              yield* inner.transaction((c) => c.query(`insert into ${table} values ('kept')`))
+              const failed = yield* Effect.flip(
+                inner.transaction((c) =>
+                  Effect.andThen(c.query(`insert into ${table} values ('rolled back')`), Effect.fail("boom" as const))
+                )
+              )
+              const [last] = yield* inner.withConnection((c) =>
+                c.query<{ pid: number }>("select pg_backend_pid() as pid")
+              )
+              return { failed, samePid: first?.pid === last?.pid }
+            })
+            const result = yield* db.oneCheckout(request)
+            assert.deepStrictEqual(result, { failed: "boom", samePid: true })
+          }).pipe(Effect.provide(session({ url: proxy.url(cluster.url), ...options })))
+          yield* settle
+          assert.strictEqual((yield* proxy.attempts) - before, 1)
+          assert.deepStrictEqual(
+            (yield* admin<{ label: string }>(`select label from ${table}`)).map((row) => row.label),
+            ["kept"]
+          )
+        }))
+
       it.effect("saturated PostgreSQL: Saturated (53300) well under a second, one attempt per checkout, then recovers", () =>
         freshMetrics(Effect.gen(function*() {
           const { cluster } = yield* Server
