@@ -1,0 +1,226 @@
+/**
+ * The implementation of {@link Api.Api}: thin handlers over `@resilience/domain`, the two auth middlewares,
+ * and the server layer that composes them with the error mapping of `@resilience/api-errors`.
+ *
+ * @since 0.1.0
+ */
+import { NodeHttpServer } from "@effect/platform-node"
+import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
+import { DbSession } from "@resilience/db-session"
+import { Domain, Messages, QueueStatus, Representations, Workspaces } from "@resilience/domain"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { PrometheusMetrics } from "effect/observability"
+import { timingSafeEqual } from "node:crypto"
+import { createServer } from "node:http"
+import * as Api from "./Api.ts"
+import { AppSettings } from "./Settings.ts"
+
+const constantTimeEquals = (a: string, b: string): boolean => {
+  const left = Buffer.from(a, "utf8")
+  const right = Buffer.from(b, "utf8")
+  return left.length === right.length && timingSafeEqual(left, right)
+}
+
+const noToken = new Api.Unauthorized({ detail: "Missing bearer token (Authorization: Bearer <token>)" })
+
+/**
+ * The admin token check: no token 401, another token 403. No database.
+ *
+ * @since 0.1.0
+ */
+export const AdminAuthLive = Layer.effect(
+  Api.AdminAuth,
+  Effect.gen(function*() {
+    const settings = yield* AppSettings
+    const expected = Redacted.value(settings.adminToken)
+    return Api.AdminAuth.of({
+      admin: (httpEffect, { credential }) => {
+        const token = Redacted.value(credential)
+        if (token === "") return Effect.fail(noToken)
+        if (!constantTimeEquals(token, expected)) {
+          return Effect.fail(new Api.Forbidden({ detail: "This token may not create workspaces" }))
+        }
+        return httpEffect
+      }
+    })
+  })
+)
+
+/**
+ * The workspace token extraction: no token 401; the token itself is checked by the handler, in the
+ * request's one database checkout.
+ *
+ * @since 0.1.0
+ */
+export const WorkspaceAuthLive = Layer.succeed(
+  Api.WorkspaceAuth,
+  Api.WorkspaceAuth.of({
+    workspace: (httpEffect, { credential }) =>
+      Redacted.value(credential) === ""
+        ? Effect.fail(noToken)
+        : Effect.provideService(httpEffect, Api.BearerToken, credential)
+  })
+)
+
+/**
+ * Runs `use` for `workspace` after checking the request's token, all on one checkout: unknown workspace 404,
+ * another workspace's token 403. Database errors become defects, which the API's `DatabaseErrors` middleware
+ * answers (503 with Retry-After, or an opaque 500).
+ *
+ * @since 0.1.0
+ */
+export const withWorkspace = <A, E, R>(workspace: string, use: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const { schema } = yield* AppSettings
+    const token = yield* Api.BearerToken
+    const db = yield* DbSession
+    return yield* db.oneCheckout(Effect.gen(function*() {
+      const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
+      if (verification === "not-found") {
+        return yield* new Api.NotFound({ detail: `Workspace ${JSON.stringify(workspace)} does not exist` })
+      }
+      if (verification === "forbidden") {
+        return yield* new Api.Forbidden({
+          detail: `This token does not grant access to workspace ${JSON.stringify(workspace)}`
+        })
+      }
+      return yield* use
+    }))
+  }).pipe(HttpErrors.orDieDbErrors)
+
+/**
+ * `POST /v1/workspaces`.
+ *
+ * @since 0.1.0
+ */
+export const AdminHandlers = HttpApiBuilder.group(
+  Api.Api,
+  "admin",
+  (handlers) =>
+    handlers.handle("createWorkspace", ({ payload }) =>
+      Effect.gen(function*() {
+        const { schema } = yield* AppSettings
+        return yield* Workspaces.create(schema, payload.name).pipe(
+          Effect.catchTag(
+            "WorkspaceExists",
+            (error) =>
+              Effect.fail(new Api.Conflict({ detail: `Workspace ${JSON.stringify(error.name)} already exists` }))
+          )
+        )
+      }).pipe(HttpErrors.orDieDbErrors))
+)
+
+/**
+ * The workspace's routes.
+ *
+ * @since 0.1.0
+ */
+export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (handlers) =>
+  handlers.handleAll({
+    appendMessages: ({ params, payload }) =>
+      Effect.flatMap(Effect.service(AppSettings), ({ schema }) =>
+        withWorkspace(params.workspace, Messages.append(schema, params.workspace, params.session, payload.messages))),
+    queueStatus: ({ params }) =>
+      Effect.flatMap(Effect.service(AppSettings), ({ schema }) =>
+        withWorkspace(params.workspace, QueueStatus.forWorkspace(schema, params.workspace))),
+    representation: ({ params }) =>
+      Effect.flatMap(Effect.service(AppSettings), ({ schema }) =>
+        withWorkspace(
+          params.workspace,
+          Effect.flatMap(
+            Representations.get(schema, params.workspace, params.peer),
+            Option.match({
+              onNone: () =>
+                Effect.fail(
+                  new Api.NotFound({ detail: `Nothing derived yet for peer ${JSON.stringify(params.peer)}` })
+                ),
+              onSome: Effect.succeed
+            })
+          )
+        ))
+  }))
+
+/**
+ * `/healthz`, `/readyz`, `/metrics`.
+ *
+ * @since 0.1.0
+ */
+export const SystemHandlers = HttpApiBuilder.group(Api.Api, "system", (handlers) =>
+  handlers.handleAll({
+    healthz: () => Effect.succeed({ status: "ok" }),
+    readyz: () =>
+      Effect.flatMap(Effect.service(DbSession), (db) => db.query("SELECT 1")).pipe(
+        Effect.as({ status: "ready" }),
+        HttpErrors.orDieDbErrors
+      ),
+    metrics: () => PrometheusMetrics.format()
+  }))
+
+/**
+ * Every route: the API, `/openapi.json`, `/docs` (Scalar), and the router-level error mapping and body limit.
+ *
+ * @since 0.1.0
+ */
+export const routes = Layer.unwrap(Effect.gen(function*() {
+  const settings = yield* AppSettings
+  const api = HttpApiBuilder.layer(Api.Api, { openapiPath: "/openapi.json" }).pipe(
+    Layer.provide([AdminHandlers, WorkspaceHandlers, SystemHandlers]),
+    Layer.provide([
+      AdminAuthLive,
+      WorkspaceAuthLive,
+      Validation.layer,
+      ApiMiddleware.layer({ retryAfter: settings.retryAfter })
+    ])
+  )
+  return Layer.mergeAll(
+    api,
+    HttpApiScalar.layer(Api.Api, { path: "/docs" }),
+    HttpErrors.layerRouter({ retryAfter: settings.retryAfter }),
+    RequestLimits.layerRouter({ maxBodyBytes: settings.maxBodyBytes })
+  )
+}))
+
+/**
+ * Logs `api ready` (with the address) once the server listens.
+ *
+ * @since 0.1.0
+ */
+export const readyLog = Layer.effectDiscard(Effect.gen(function*() {
+  const server = yield* HttpServer.HttpServer
+  const address = server.address
+  yield* Effect.logInfo("api ready").pipe(
+    Effect.annotateLogs({
+      url: HttpServer.formatAddress(address),
+      port: "port" in address ? address.port : undefined
+    })
+  )
+}))
+
+/**
+ * Migrates the tenant schema (queue and domain tables; advisory-locked, so instances starting together are
+ * safe) when `migrate` is set.
+ *
+ * @since 0.1.0
+ */
+export const migrated = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* AppSettings
+  if (!settings.migrate) return
+  yield* Domain.migrate(settings.schema)
+  yield* Effect.logInfo("schema migrated").pipe(Effect.annotateLogs({ schema: settings.schema }))
+}))
+
+/**
+ * The HTTP server on `settings.port`, after the migration. Needs `AppSettings` and `DbSession`.
+ *
+ * @since 0.1.0
+ */
+export const server = Layer.unwrap(Effect.gen(function*() {
+  const settings = yield* AppSettings
+  return HttpRouter.serve(routes).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
+    Layer.provide(migrated),
+    (serving) => Layer.provideMerge(readyLog, serving)
+  )
+}))

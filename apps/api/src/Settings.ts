@@ -1,0 +1,71 @@
+/**
+ * The API's settings, from the environment (see README): an invalid value stops the process at start with
+ * a message that names the variable.
+ *
+ * @since 0.1.0
+ */
+import { RetryAfter } from "@resilience/api-errors"
+import { SchemaName } from "@resilience/domain"
+import { Config, ConfigProvider, Context, Effect, Layer, Redacted, Schema } from "effect"
+
+/**
+ * What the server needs to know.
+ *
+ * @since 0.1.0
+ */
+export interface Settings {
+  /** `API_PORT` (8000); 0 picks a free port. */
+  readonly port: number
+  /** `API_HOST` (`0.0.0.0`). */
+  readonly host: string
+  /** `DB_SCHEMA` (`public`): the tenant schema this instance serves. */
+  readonly schema: SchemaName.SchemaName
+  /** `API_ADMIN_TOKEN` (required, at least 16 characters): may create workspaces. */
+  readonly adminToken: Redacted.Redacted<string>
+  /** `API_MAX_BODY_BYTES` (1 MiB): larger request bodies are a 413. */
+  readonly maxBodyBytes: number
+  /** `API_RETRY_AFTER_SECONDS` (1) and `API_RETRY_AFTER_MAX_SECONDS` (= the former). */
+  readonly retryAfter: RetryAfter.RetryAfter
+  /** Whether to migrate `schema` at start (`API_MIGRATE`, true). */
+  readonly migrate: boolean
+}
+
+/**
+ * The settings as a service, for the handlers.
+ *
+ * @since 0.1.0
+ */
+export class AppSettings extends Context.Service<AppSettings, Settings>()("@resilience/api-app/AppSettings") {
+  /** From explicit values. */
+  static readonly layer = (settings: Settings): Layer.Layer<AppSettings> => Layer.succeed(AppSettings, settings)
+}
+
+const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65_535 }))
+const BodyBytes = Schema.Int.check(Schema.isBetween({ minimum: 1_024, maximum: 64 * 1_048_576 }))
+
+/**
+ * The settings from the environment.
+ *
+ * @since 0.1.0
+ */
+export const config: Config.Config<Settings> = Config.all({
+  port: Config.schema(Port, "API_PORT").pipe(Config.withDefault(8000)),
+  host: Config.String("API_HOST").pipe(Config.withDefault("0.0.0.0")),
+  schema: SchemaName.config("DB_SCHEMA"),
+  adminToken: Config.Redacted("API_ADMIN_TOKEN").pipe(
+    Config.mapEffect((token) =>
+      Redacted.value(token).length >= 16
+        ? Effect.succeed(token)
+        : Effect.fail(
+          new Config.ConfigError(
+            new ConfigProvider.SourceError({
+              message: "API_ADMIN_TOKEN is not allowed: expected at least 16 characters"
+            })
+          )
+        )
+    )
+  ),
+  maxBodyBytes: Config.schema(BodyBytes, "API_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
+  retryAfter: RetryAfter.config,
+  migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true))
+})

@@ -1,0 +1,112 @@
+/**
+ * Starts the real API server in-process on an ephemeral loopback port, against a database URL, with its log
+ * captured; tests talk to it with `fetch`.
+ */
+import { Http, Settings } from "@resilience/api-app"
+import { RetryAfter } from "@resilience/api-errors"
+import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/domain"
+import { Cause, Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+
+export const adminToken = "test-admin-token-0123456789"
+
+export interface LogLine {
+  readonly level: string
+  readonly message: string
+  readonly cause: string
+}
+
+export interface TestServer {
+  readonly baseUrl: string
+  readonly logs: Array<LogLine>
+}
+
+export interface Options {
+  readonly url: string
+  readonly schema?: string | undefined
+  readonly migrate?: boolean | undefined
+  readonly connectTimeout?: Duration.Input | undefined
+  readonly maxBodyBytes?: number | undefined
+}
+
+export const start = (options: Options) =>
+  Effect.gen(function*() {
+    const logs: Array<LogLine> = []
+    const capture = Logger.make((entry) => {
+      logs.push({
+        level: entry.logLevel,
+        message: Array.isArray(entry.message) ? entry.message.map(String).join(" ") : String(entry.message),
+        cause: entry.cause.reasons.length === 0 ? "" : Cause.pretty(entry.cause)
+      })
+    })
+    const settings: Settings.Settings = {
+      port: 0,
+      host: "127.0.0.1",
+      schema: SchemaName.makeUnsafe(options.schema ?? "api_test"),
+      adminToken: Redacted.make(adminToken),
+      maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
+      retryAfter: RetryAfter.fixed(1),
+      migrate: options.migrate ?? true
+    }
+    const context = yield* Layer.build(
+      Http.server.pipe(
+        Layer.provide(DbSession.layer({
+          url: options.url,
+          connectTimeout: options.connectTimeout ?? Duration.seconds(2),
+          poolClass: "null",
+          poolSize: 10,
+          driver: "pg",
+          applicationName: "api-test"
+        })),
+        Layer.provide(Settings.AppSettings.layer(settings)),
+        Layer.provide(Logger.layer([capture]))
+      )
+    )
+    const server = Context.get(context, HttpServer.HttpServer)
+    return { baseUrl: HttpServer.formatAddress(server.address), logs } satisfies TestServer
+  })
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Headers
+  readonly text: string
+  readonly json: unknown
+  readonly millis: number
+}
+
+/** One request with `fetch`; timed. */
+export const request = (
+  server: TestServer,
+  method: string,
+  path: string,
+  options: { readonly token?: string | undefined; readonly body?: unknown; readonly rawBody?: string | undefined } = {}
+): Effect.Effect<Reply> =>
+  Effect.promise(async () => {
+    const headers: Record<string, string> = {}
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
+    let body: string | undefined
+    if (options.rawBody !== undefined) body = options.rawBody
+    else if (options.body !== undefined) body = JSON.stringify(options.body)
+    if (body !== undefined) headers["content-type"] = "application/json"
+    const startedAt = performance.now()
+    const response = await fetch(`${server.baseUrl}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body })
+    })
+    const text = await response.text()
+    const millis = performance.now() - startedAt
+    const json: unknown = await Promise.resolve(text).then(JSON.parse).catch(() => undefined)
+    return { status: response.status, headers: response.headers, text, json, millis }
+  })
+
+/** Creates a workspace with the admin token; returns its token. */
+export const createWorkspace = (server: TestServer, name: string) =>
+  Effect.map(
+    request(server, "POST", "/v1/workspaces", { token: adminToken, body: { name } }),
+    (reply) => {
+      if (reply.status !== 201) throw new Error(`create workspace ${name}: ${reply.status} ${reply.text}`)
+      return (reply.json as { token: string }).token
+    }
+  )

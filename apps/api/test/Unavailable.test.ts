@@ -1,0 +1,126 @@
+import { assert, describe, it } from "@effect/vitest"
+import { ClosedPort, Cluster, CountingProxy, SilentListener, TestDatabase } from "@resilience/test-db"
+import { Effect } from "effect"
+import pg from "pg"
+import { adminToken, createWorkspace, type Reply, request, start, type TestServer } from "./TestServer.ts"
+
+const unavailable = { detail: "database temporarily unavailable" }
+const unexpected = { detail: "An unexpected error occurred" }
+
+/** One request to every endpoint that needs the database. */
+const databaseCalls = (api: TestServer, token: string, round: number) => [
+  request(api, "POST", "/v1/workspaces", { token: adminToken, body: { name: `new-${round}` } }),
+  request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
+    token,
+    body: { messages: [{ peer: "alice", content: `message ${round}` }] }
+  }),
+  request(api, "GET", "/v1/workspaces/acme/queue", { token }),
+  request(api, "GET", "/v1/workspaces/acme/peers/alice/representation", { token }),
+  request(api, "GET", "/readyz")
+]
+
+const assertUnavailable = (reply: Reply, withinMillis: number) => {
+  assert.strictEqual(reply.status, 503, reply.text)
+  assert.strictEqual(reply.headers.get("retry-after"), "1")
+  assert.strictEqual(reply.headers.get("content-type"), "application/json")
+  assert.deepStrictEqual(reply.json, unavailable)
+  assert.isBelow(reply.millis, withinMillis)
+}
+
+/** Opens connections straight to the cluster (not through the proxy) until it refuses one; closed with the scope. */
+const saturate = (url: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const hogs: Array<pg.Client> = []
+      for (let i = 0; i < 100; i++) {
+        const client = new pg.Client({ connectionString: url })
+        const refused = await client.connect().then(() => false, () => true)
+        if (refused) break
+        hogs.push(client)
+      }
+      return hogs
+    }),
+    (hogs) => Effect.promise(() => Promise.all(hogs.map((client) => client.end().catch(() => undefined))))
+  )
+
+describe("apps/api when the database cannot serve", () => {
+  it.live(
+    "saturated: every database endpoint is a sub-second 503, one connection attempt each; then it recovers",
+    () =>
+      Effect.gen(function*() {
+        const cluster = yield* Cluster.start({ maxConnections: 6 })
+        const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
+        const api = yield* start({ url: proxy.url(cluster.url), schema: "saturation" })
+        const token = yield* createWorkspace(api, "acme")
+
+        const released = yield* Effect.scoped(Effect.gen(function*() {
+          const hogs = yield* saturate(cluster.url)
+          assert.isAbove(hogs.length, 0)
+          for (let round = 0; round < 3; round++) {
+            const before = yield* proxy.attempts
+            const replies = yield* Effect.all(databaseCalls(api, token, round), { concurrency: "unbounded" })
+            for (const reply of replies) assertUnavailable(reply, 1_000)
+            assert.strictEqual(
+              (yield* proxy.attempts) - before,
+              replies.length,
+              "exactly one connection attempt per request"
+            )
+          }
+          const healthz = yield* request(api, "GET", "/healthz")
+          assert.strictEqual(healthz.status, 200, "liveness does not need the database")
+          const metrics = yield* request(api, "GET", "/metrics")
+          assert.include(metrics.text, "api_error_responses_total")
+          return hogs.length
+        }))
+        assert.isAbove(released, 0)
+
+        const before = yield* proxy.attempts
+        const replies = yield* Effect.all(databaseCalls(api, token, 99), { concurrency: 1 })
+        assert.deepStrictEqual(replies.map((reply) => reply.status), [201, 201, 200, 404, 200], "recovered, no restart")
+        assert.strictEqual((yield* proxy.attempts) - before, replies.length)
+      }),
+    180_000
+  )
+
+  it.live("database down (nothing listening): 503 at once", () =>
+    Effect.gen(function*() {
+      const closed = yield* ClosedPort.find
+      const api = yield* start({ url: closed.url, migrate: false, connectTimeout: "2 seconds" })
+      const replies = yield* Effect.all(databaseCalls(api, "ws_whatever", 0), { concurrency: "unbounded" })
+      for (const reply of replies) assertUnavailable(reply, 2_000)
+    }), 60_000)
+
+  it.live("connect timeout (a listener that never answers): 503 within the timeout", () =>
+    Effect.gen(function*() {
+      const silent = yield* SilentListener.start
+      const api = yield* start({ url: silent.url, migrate: false, connectTimeout: "500 millis" })
+      const replies = yield* Effect.all(databaseCalls(api, "ws_whatever", 0), { concurrency: "unbounded" })
+      for (const reply of replies) {
+        assertUnavailable(reply, 500 + 1_000)
+        assert.isAtLeast(reply.millis, 400)
+      }
+      assert.strictEqual(yield* silent.accepted, replies.length, "one connection attempt per request")
+    }), 60_000)
+
+  it.live("misconfigured (wrong password): opaque 500, the real cause in the log", () =>
+    Effect.gen(function*() {
+      const db = yield* TestDatabase
+      const url = new URL(db.url)
+      url.password = "wrong-password"
+      const api = yield* start({ url: url.toString(), migrate: false })
+      const replies = yield* Effect.all(databaseCalls(api, "ws_whatever", 0), { concurrency: 1 })
+      for (const reply of replies) {
+        assert.strictEqual(reply.status, 500, reply.text)
+        assert.deepStrictEqual(reply.json, unexpected)
+        assert.isNull(reply.headers.get("retry-after"))
+        assert.notInclude(reply.text, "password")
+      }
+      const logged = api.logs.filter((line) => line.level === "Error")
+      assert.isTrue(
+        logged.some((line) =>
+          line.cause.includes("DatabaseMisconfigured") && line.cause.includes("password authentication failed")
+        ),
+        JSON.stringify(api.logs.slice(0, 3))
+      )
+    }).pipe(Effect.provide(TestDatabase.layer)), 60_000)
+})

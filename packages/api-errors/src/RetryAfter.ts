@@ -1,0 +1,150 @@
+/**
+ * The `Retry-After` policy of a 503: a fixed number of seconds, or a range that each response draws from,
+ * so that clients told to come back do not all come back in the same second.
+ *
+ * @since 0.1.0
+ */
+import { Config, ConfigProvider, Effect, Random, Schema } from "effect"
+
+/**
+ * Integer seconds to put in `Retry-After`: every response gets a value in [`minSeconds`, `maxSeconds`]
+ * (both inclusive). `minSeconds === maxSeconds` is a fixed value.
+ *
+ * @since 0.1.0
+ */
+export interface RetryAfter {
+  readonly minSeconds: number
+  readonly maxSeconds: number
+}
+
+/**
+ * The largest `Retry-After` this package accepts: one day. A larger value is almost certainly a unit mistake.
+ *
+ * @since 0.1.0
+ */
+export const maxAllowedSeconds = 86_400
+
+/**
+ * A `Retry-After` setting outside its allowed range. Carries the parameter, the value given and the
+ * allowed range, so a start-up error can name exactly what to fix.
+ *
+ * @since 0.1.0
+ */
+export class InvalidRetryAfter extends Schema.TaggedError<InvalidRetryAfter>()("InvalidRetryAfter", {
+  /** The parameter, e.g. `"minSeconds"`. */
+  parameter: Schema.String,
+  /** The value given. */
+  value: Schema.Unknown,
+  /** The allowed range in words. */
+  allowed: Schema.String
+}) {
+  override get message(): string {
+    return `${this.parameter} = ${String(this.value)} is not allowed: expected ${this.allowed}`
+  }
+}
+
+const isSeconds = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= maxAllowedSeconds
+
+/**
+ * Validates a policy: integer seconds in [0, 86400], and `maxSeconds` (default: `seconds`) not below `seconds`.
+ *
+ * @since 0.1.0
+ */
+export const make = (options: {
+  readonly seconds: number
+  readonly maxSeconds?: number | undefined
+}): Effect.Effect<RetryAfter, InvalidRetryAfter> => {
+  const minSeconds = options.seconds
+  const maxSeconds = options.maxSeconds ?? options.seconds
+  if (!isSeconds(minSeconds)) {
+    return Effect.fail(
+      new InvalidRetryAfter({
+        parameter: "seconds",
+        value: minSeconds,
+        allowed: `an integer in [0, ${maxAllowedSeconds}]`
+      })
+    )
+  }
+  if (!isSeconds(maxSeconds) || maxSeconds < minSeconds) {
+    return Effect.fail(
+      new InvalidRetryAfter({
+        parameter: "maxSeconds",
+        value: maxSeconds,
+        allowed: `an integer in [${minSeconds}, ${maxAllowedSeconds}]`
+      })
+    )
+  }
+  return Effect.succeed({ minSeconds, maxSeconds })
+}
+
+/**
+ * A fixed `Retry-After`. Throws on a value that {@link make} would reject: meant for constants.
+ *
+ * @since 0.1.0
+ */
+export const fixed = (seconds: number): RetryAfter => {
+  if (!isSeconds(seconds)) {
+    throw new InvalidRetryAfter({
+      parameter: "seconds",
+      value: seconds,
+      allowed: `an integer in [0, ${maxAllowedSeconds}]`
+    })
+  }
+  return { minSeconds: seconds, maxSeconds: seconds }
+}
+
+/**
+ * The default of the reference service: `Retry-After: 1`.
+ *
+ * @since 0.1.0
+ */
+export const defaultPolicy: RetryAfter = { minSeconds: 1, maxSeconds: 1 }
+
+/**
+ * The seconds for a uniform draw `u` in [0, 1): uniform over the integers of [`minSeconds`, `maxSeconds`].
+ * Pure, for servers that bring their own randomness.
+ *
+ * @since 0.1.0
+ */
+export const fromUniform = (self: RetryAfter, u: number): number => {
+  const span = self.maxSeconds - self.minSeconds + 1
+  return Math.min(self.maxSeconds, self.minSeconds + Math.floor(u * span))
+}
+
+/**
+ * Draws the seconds for one response from Effect's `Random` service (seed it in tests).
+ *
+ * @since 0.1.0
+ */
+export const draw = (self: RetryAfter): Effect.Effect<number> =>
+  self.minSeconds === self.maxSeconds
+    ? Effect.succeed(self.minSeconds)
+    : Effect.map(Random.next, (u) => fromUniform(self, u))
+
+const Seconds = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: maxAllowedSeconds }))
+
+/**
+ * The policy from the environment: `API_RETRY_AFTER_SECONDS` (default 1) and, to draw from a range,
+ * `API_RETRY_AFTER_MAX_SECONDS` (default: the same value). A value outside [0, 86400], or a maximum below
+ * the minimum, is a `ConfigError` that names the variable.
+ *
+ * @since 0.1.0
+ */
+export const config: Config.Config<RetryAfter> = Config.all({
+  seconds: Config.schema(Seconds, "API_RETRY_AFTER_SECONDS").pipe(Config.withDefault(1)),
+  maxSeconds: Config.schema(Seconds, "API_RETRY_AFTER_MAX_SECONDS").pipe(Config.option)
+}).pipe(
+  Config.mapEffect(({ maxSeconds, seconds }) => {
+    const max = maxSeconds._tag === "Some" ? maxSeconds.value : seconds
+    return max < seconds
+      ? Effect.fail(
+        new Config.ConfigError(
+          new ConfigProvider.SourceError({
+            message:
+              `API_RETRY_AFTER_MAX_SECONDS = ${max} is not allowed: expected an integer in [API_RETRY_AFTER_SECONDS = ${seconds}, ${maxAllowedSeconds}]`
+          })
+        )
+      )
+      : Effect.succeed({ minSeconds: seconds, maxSeconds: max })
+  })
+)
