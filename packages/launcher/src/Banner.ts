@@ -24,7 +24,9 @@ export const render = (options: {
     `  API              ${stack.apiUrl}   (OpenAPI: ${stack.apiUrl}/docs, metrics: ${stack.apiUrl}/metrics)`,
     `  deriver metrics  ${stack.deriverMetricsUrl}`,
     `  database         ${database}`,
-    `  admin token      ${options.adminToken}${options.adminTokenGenerated ? "   (generated; set API_ADMIN_TOKEN to choose one)" : ""}`,
+    `  admin token      ${options.adminToken}${
+      options.adminTokenGenerated ? "   (generated; set API_ADMIN_TOKEN to choose one)" : ""
+    }`,
     `  workspace        ${workspace.name}, token ${workspace.token}`,
     "",
     "Post a message, then read what the deriver made of it (give it a few seconds):",

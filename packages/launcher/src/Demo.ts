@@ -79,12 +79,16 @@ const postWithClientRetry = (apiUrl: string, workspace: DemoWorkspace.Workspace,
 export const run = (options: { readonly saturationSeconds: number }) =>
   Effect.gen(function*() {
     const directory = mkdtempSync(join(tmpdir(), "resilience-demo-"))
-    const ports = { db: 54400 + (process.pid % 500), api: 18000 + (process.pid % 500), metrics: 19000 + (process.pid % 500) }
+    const ports = {
+      db: 54400 + (process.pid % 500),
+      api: 18000 + (process.pid % 500),
+      metrics: 19000 + (process.pid % 500)
+    }
     const adminToken = "demo-admin-token"
     yield* say("1. Starting a throw-away system: embedded PostgreSQL (max_connections = 12), the API, one deriver")
     const stack = yield* Stack.start({
       databaseUrl: Option.none(),
-      embedded: { directory, port: ports.db, maxConnections: 12, persistent: false },
+      embedded: { directory: undefined, port: ports.db, maxConnections: 12 },
       apiPort: ports.api,
       deriverMetricsPort: ports.metrics,
       adminToken,
@@ -102,10 +106,16 @@ export const run = (options: { readonly saturationSeconds: number }) =>
     yield* say(`   API ${stack.apiUrl}, workspace "${workspace.name}"`)
 
     yield* say(`2. Posting a conversation of ${conversation.length} messages and waiting for the deriver`)
-    yield* ApiClient.expect([201], stack.apiUrl, "POST", `/v1/workspaces/${workspace.name}/sessions/incident/messages`, {
-      token: workspace.token,
-      body: { messages: conversation }
-    })
+    yield* ApiClient.expect(
+      [201],
+      stack.apiUrl,
+      "POST",
+      `/v1/workspaces/${workspace.name}/sessions/incident/messages`,
+      {
+        token: workspace.token,
+        body: { messages: conversation }
+      }
+    )
     yield* awaitDrained(stack.apiUrl, workspace)
     for (const peer of ["alice", "bob"]) {
       const representation = yield* ApiClient.expect(
@@ -131,7 +141,9 @@ export const run = (options: { readonly saturationSeconds: number }) =>
         const interval = PrometheusText.sample(metrics, "deriver_poll_interval_seconds")
         const errors = PrometheusText.sample(metrics, "deriver_polls_total", `result="error"`)
         yield* say(
-          `   t=${second}s  POST messages → ${post.status} in ${post.millis.toFixed(0)} ms, Retry-After: ${post.retryAfter ?? "-"}`
+          `   t=${second}s  POST messages → ${post.status} in ${post.millis.toFixed(0)} ms, Retry-After: ${
+            post.retryAfter ?? "-"
+          }`
             + `  |  deriver poll interval ${interval} s, failed polls ${errors}`
         )
         yield* Effect.sleep(Duration.seconds(1))
@@ -146,10 +158,13 @@ export const run = (options: { readonly saturationSeconds: number }) =>
     }
     const status = yield* awaitDrained(stack.apiUrl, workspace)
     yield* say(`   queue: ${JSON.stringify(status)}`)
-    const derived = yield* Effect.forEach(["alice", "bob"], (peer) =>
-      ApiClient.expect([200], stack.apiUrl, "GET", `/v1/workspaces/${workspace.name}/peers/${peer}/representation`, {
-        token: workspace.token
-      }).pipe(Effect.map((response) => decodeMessageCount(response.body).messageCount)))
+    const derived = yield* Effect.forEach(
+      ["alice", "bob"],
+      (peer) =>
+        ApiClient.expect([200], stack.apiUrl, "GET", `/v1/workspaces/${workspace.name}/peers/${peer}/representation`, {
+          token: workspace.token
+        }).pipe(Effect.map((response) => decodeMessageCount(response.body).messageCount))
+    )
     const counted = derived.reduce((sum, count) => sum + count, 0)
     const posted = conversation.length + postedDuring.length
     const intact = counted === posted && status.errored === 0

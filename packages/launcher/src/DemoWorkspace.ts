@@ -3,7 +3,7 @@
  * its token kept in the data directory so the printed curl commands keep working across runs.
  */
 import { Effect, Schema } from "effect"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as ApiClient from "./ApiClient.ts"
 
@@ -21,6 +21,7 @@ export const ensure = (options: {
   readonly name: string
 }) =>
   Effect.gen(function*() {
+    mkdirSync(options.directory, { recursive: true })
     const file = join(options.directory, `workspace-${options.name}.json`)
     if (existsSync(file)) return decode(JSON.parse(readFileSync(file, "utf8")))
     const created = yield* ApiClient.expect([201], options.apiUrl, "POST", "/v1/workspaces", {

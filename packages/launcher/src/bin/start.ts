@@ -22,8 +22,7 @@ const main = Effect.gen(function*() {
     embedded: {
       directory: join(local.dataDirectory, "postgres"),
       port: local.embeddedPort,
-      maxConnections: 100,
-      persistent: true
+      maxConnections: 100
     },
     apiPort: local.apiPort,
     deriverMetricsPort: local.deriverMetricsPort,
