@@ -154,7 +154,7 @@ export const run = (options: { readonly saturationSeconds: number }) =>
     yield* say("4. Saturation cleared (connections released); the client retries what was refused, after Retry-After")
     for (const message of postedDuring) {
       const attempts = yield* postWithClientRetry(stack.apiUrl, workspace, message)
-      yield* say(`   accepted after ${attempts} attempt(s) on the client side`)
+      yield* say(`   refused during saturation; accepted on client-side retry #${attempts}, sent after Retry-After`)
     }
     const status = yield* awaitDrained(stack.apiUrl, workspace)
     yield* say(`   queue: ${JSON.stringify(status)}`)

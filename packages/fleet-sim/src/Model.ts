@@ -1,0 +1,256 @@
+/**
+ * The simulation's parameters: the fleet, its poll policy, how it acquires connections, the pooler, the
+ * database and the trigger. Each field is documented and justified in the package README; `scenario` and
+ * `policy` build the presets the CLI offers.
+ *
+ * @since 0.1.0
+ */
+import type { PollBackoff } from "@resilience/jitter"
+import * as RetryBackoff from "./RetryBackoff.ts"
+
+/**
+ * How a deriver acquires a connection for one poll: a single attempt bounded by a connect timeout (the fix),
+ * or the removed retry loop.
+ *
+ * @since 0.1.0
+ */
+export type Acquisition =
+  | { readonly kind: "failfast"; readonly connectTimeoutMillis: number }
+  | { readonly kind: "retry"; readonly retry: RetryBackoff.Settings }
+
+/**
+ * The pooler (Supavisor or PgBouncer) between the fleet and Postgres.
+ *
+ * @since 0.1.0
+ */
+export interface Pooler {
+  /** Client connections it accepts; the next attempt is rejected (EMAXCONN / max_client_conn). */
+  readonly maxClientConnections: number
+  /** Server connections (backends) it opens at most; clients beyond it wait for one, in order. */
+  readonly backendCeiling: number
+  /** Worker threads that process connection handshakes and transaction relays in arrival order. */
+  readonly threads: number
+  /** Pooler work for one connection attempt (TLS, startup, auth), accepted or rejected. */
+  readonly connectCostMillis: number
+  /** Pooler work to refuse one connection attempt beyond the client limit (TLS and startup, then EMAXCONN). */
+  readonly rejectCostMillis: number
+  /** Pooler work to relay one claim transaction and hand its backend back; the backend is held until then. */
+  readonly relayCostMillis: number
+  /** How long an accepted client may wait for a backend before the pooler drops it (query_wait_timeout). */
+  readonly queueTimeoutMillis: number
+}
+
+/**
+ * The database behind the pooler.
+ *
+ * @since 0.1.0
+ */
+export interface Database {
+  /** Queries that run at full speed at once; beyond it they share (processor sharing). */
+  readonly cores: number
+  /** Service time of one claim query with the database not oversubscribed. */
+  readonly claimMillis: number
+  /** Extra slowdown per oversubscribed core-equivalent (0 = pure processor sharing). */
+  readonly contention: number
+}
+
+/**
+ * Work in the tenants' queues: the chance that a claim finds a unit, and how long its handler runs off the
+ * database (the deriver has one worker).
+ *
+ * @since 0.1.0
+ */
+export interface Work {
+  readonly probability: number
+  readonly handlerMillis: number
+}
+
+/**
+ * Open-loop API traffic through the same pooler and database: requests arrive (Poisson) whether or not the
+ * database keeps up, each acquires a connection with the fleet's acquisition policy and runs one query.
+ *
+ * @since 0.1.0
+ */
+export interface Api {
+  readonly requestsPerSecond: number
+  readonly queryMillis: number
+}
+
+/**
+ * A load spike: `backends` long queries from another workload (a batch job, an API burst) hold backends and
+ * cores from `atSeconds` for `seconds`.
+ *
+ * @since 0.1.0
+ */
+export interface Spike {
+  readonly atSeconds: number
+  readonly seconds: number
+  readonly backends: number
+}
+
+/**
+ * How the fleet starts: `aligned` — every deriver starts at t = 0 (a rollout batch, a database restart) and
+ * takes its own startup delay; `spread` — a fleet that has run for a while with empty queues: every backoff
+ * at its cap, phases uniform over one max interval.
+ *
+ * @since 0.1.0
+ */
+export type Start = "aligned" | "spread"
+
+/**
+ * Everything one run needs.
+ *
+ * @since 0.1.0
+ */
+export interface Params {
+  readonly derivers: number
+  readonly horizonSeconds: number
+  readonly seed: string
+  readonly start: Start
+  /** The deriver's poll backoff (validated by `@resilience/jitter`). */
+  readonly poll: PollBackoff.Settings
+  /** Upper bound of the startup delay (0 = none). */
+  readonly startupJitterMillis: number
+  readonly acquisition: Acquisition
+  readonly pooler: Pooler
+  readonly database: Database
+  readonly work: Work
+  readonly api: Api
+  readonly spike: Spike | undefined
+}
+
+/**
+ * The scenarios: `restart` (the fleet starts aligned at t = 0), `incident` (`restart` with the spec's
+ * figures over 4 hours), `spike` (a spread fleet hit by a load spike).
+ *
+ * @since 0.1.0
+ */
+export type Scenario = "restart" | "incident" | "spike"
+
+/**
+ * @since 0.1.0
+ */
+export const scenarios: ReadonlyArray<Scenario> = ["restart", "incident", "spike"]
+
+/**
+ * The policies: `baseline` (no jitter, retry: the code of the incident), `jitter-only`, `failfast-only`,
+ * `fixed` (both changes).
+ *
+ * @since 0.1.0
+ */
+export type Policy = "baseline" | "jitter-only" | "failfast-only" | "fixed"
+
+/**
+ * @since 0.1.0
+ */
+export const policies: ReadonlyArray<Policy> = ["baseline", "jitter-only", "failfast-only", "fixed"]
+
+/**
+ * The fix's jitter ratio (DERIVER_POLLING_JITTER_RATIO default).
+ *
+ * @since 0.1.0
+ */
+export const fixedJitterRatio = 0.5
+
+/**
+ * The fix's connect timeout (DB_CONNECT_TIMEOUT_SECONDS default).
+ *
+ * @since 0.1.0
+ */
+export const fixedConnectTimeoutMillis = 2_000
+
+/**
+ * The spec's incident figures and the model's calibrated defaults (README: "Parameters").
+ *
+ * @since 0.1.0
+ */
+export const incident = {
+  derivers: 11_543,
+  horizonSeconds: 4 * 3600,
+  poll: { baseMillis: 1_000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0 },
+  pooler: {
+    maxClientConnections: 9_000,
+    backendCeiling: 368,
+    threads: 1,
+    connectCostMillis: 1,
+    rejectCostMillis: 1,
+    relayCostMillis: 0.25,
+    queueTimeoutMillis: 120_000
+  },
+  database: { cores: 96, claimMillis: 170, contention: 0 },
+  work: { probability: 0, handlerMillis: 0 },
+  api: { requestsPerSecond: 200, queryMillis: 20 },
+  spike: { atSeconds: 300, seconds: 30, backends: 368 }
+} as const
+
+/**
+ * The policy's part of the parameters: jitter ratio, startup jitter and acquisition.
+ *
+ * @since 0.1.0
+ */
+export const policy = (
+  name: Policy,
+  poll: PollBackoff.Settings,
+  retry: RetryBackoff.Settings = RetryBackoff.reference,
+  connectTimeoutMillis: number = fixedConnectTimeoutMillis
+): Pick<Params, "poll" | "startupJitterMillis" | "acquisition"> => {
+  const jitter = name === "jitter-only" || name === "fixed"
+  const failfast = name === "failfast-only" || name === "fixed"
+  return {
+    poll: { ...poll, ratio: jitter ? fixedJitterRatio : 0 },
+    startupJitterMillis: jitter ? poll.maxMillis : 0,
+    acquisition: failfast ? { kind: "failfast", connectTimeoutMillis } : { kind: "retry", retry }
+  }
+}
+
+/**
+ * The parameters of a scenario under a policy, before any command-line override.
+ *
+ * @since 0.1.0
+ */
+export const preset = (scenario: Scenario, name: Policy, seed = "1"): Params => ({
+  derivers: scenario === "restart" ? 2_000 : incident.derivers,
+  horizonSeconds: scenario === "incident" ? incident.horizonSeconds : 1_800,
+  seed,
+  start: scenario === "spike" ? "spread" : "aligned",
+  ...policy(name, incident.poll),
+  pooler: incident.pooler,
+  database: incident.database,
+  work: incident.work,
+  api: incident.api,
+  spike: scenario === "spike" ? incident.spike : undefined
+})
+
+/**
+ * When the trigger ends, in seconds: the instant of the restart (t = 0) or the end of the spike.
+ *
+ * @since 0.1.0
+ */
+export const triggerEndSeconds = (params: Params): number =>
+  params.spike === undefined ? 0 : params.spike.atSeconds + params.spike.seconds
+
+/**
+ * The same system at `1/factor` of its size: fleet, client limit, backends, cores and API rate divided by
+ * `factor`, the pooler's per-operation costs multiplied by it (so its capacity shrinks in step). Every
+ * time constant (claim cost, poll schedule, retry waits, timeouts) is unchanged, so the scaled system has the
+ * same utilizations and the same dynamics in miniature; tests use it to stay fast.
+ *
+ * @since 0.1.0
+ */
+export const scaled = (params: Params, factor: number): Params => ({
+  ...params,
+  derivers: Math.round(params.derivers / factor),
+  pooler: {
+    ...params.pooler,
+    maxClientConnections: Math.round(params.pooler.maxClientConnections / factor),
+    backendCeiling: Math.round(params.pooler.backendCeiling / factor),
+    connectCostMillis: params.pooler.connectCostMillis * factor,
+    rejectCostMillis: params.pooler.rejectCostMillis * factor,
+    relayCostMillis: params.pooler.relayCostMillis * factor
+  },
+  database: { ...params.database, cores: params.database.cores / factor },
+  api: { ...params.api, requestsPerSecond: params.api.requestsPerSecond / factor },
+  spike: params.spike === undefined
+    ? undefined
+    : { ...params.spike, backends: Math.round(params.spike.backends / factor) }
+})

@@ -1,0 +1,282 @@
+/**
+ * Command-line overrides of a preset: every model parameter as a flag, each validated with `Schema` before a
+ * run starts (an invalid value stops the CLI with a message that names the flag and the allowed range).
+ *
+ * @since 0.1.0
+ */
+import { PollBackoff } from "@resilience/jitter"
+import { Effect, Schema } from "effect"
+import type * as Model from "./Model.ts"
+
+/**
+ * An option outside its allowed range.
+ *
+ * @since 0.1.0
+ */
+export class InvalidOption extends Schema.TaggedError<InvalidOption>()("InvalidOption", {
+  option: Schema.String,
+  value: Schema.Unknown,
+  allowed: Schema.String
+}) {
+  override get message() {
+    return `--${this.option}: ${String(this.value)} is not ${this.allowed}`
+  }
+}
+
+const Positive = Schema.Finite.check(Schema.isGreaterThan(0))
+const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+const Probability = Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
+
+type Mutable<T> = {
+  -readonly [K in keyof T]: NonNullable<T[K]> extends object ? Mutable<NonNullable<T[K]>> | Extract<T[K], undefined>
+    : T[K]
+}
+
+/**
+ * One overridable parameter: its flag, what it means, its schema and where it goes.
+ *
+ * @since 0.1.0
+ */
+export interface Override {
+  readonly flag: string
+  readonly description: string
+  readonly schema: Schema.Codec<number, number>
+  readonly allowed: string
+  readonly apply: (params: Mutable<Model.Params>, value: number) => void
+}
+
+const seconds = (value: number) => value * 1000
+
+/**
+ * Every parameter the CLI can override.
+ *
+ * @since 0.1.0
+ */
+export const overrides: ReadonlyArray<Override> = [
+  {
+    flag: "derivers",
+    description: "fleet size (derivers, one per tenant)",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => (p.derivers = v)
+  },
+  {
+    flag: "horizon",
+    description: "simulated seconds",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => (p.horizonSeconds = v)
+  },
+  {
+    flag: "base-interval",
+    description: "poll base interval, seconds (DERIVER_POLLING_SLEEP_INTERVAL_SECONDS)",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => (p.poll.baseMillis = seconds(v))
+  },
+  {
+    flag: "max-interval",
+    description: "poll max interval, seconds (DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS)",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => (p.poll.maxMillis = seconds(v))
+  },
+  {
+    flag: "multiplier",
+    description: "poll backoff multiplier (DERIVER_POLLING_BACKOFF_MULTIPLIER)",
+    schema: Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)),
+    allowed: "a number >= 1",
+    apply: (p, v) => (p.poll.multiplier = v)
+  },
+  {
+    flag: "jitter-ratio",
+    description: "per-cycle jitter ratio, 0 = none (overrides the policy)",
+    schema: Probability,
+    allowed: "a number in [0, 1]",
+    apply: (p, v) => (p.poll.ratio = v)
+  },
+  {
+    flag: "startup-jitter",
+    description: "startup delay upper bound, seconds, 0 = none (overrides the policy)",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.startupJitterMillis = seconds(v))
+  },
+  {
+    flag: "connect-timeout",
+    description: "failfast: bound on one acquisition, seconds (DB_CONNECT_TIMEOUT_SECONDS)",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => {
+      if (p.acquisition.kind === "failfast") p.acquisition.connectTimeoutMillis = seconds(v)
+    }
+  },
+  {
+    flag: "retry-budget",
+    description: "retry: give up after this many seconds (CONNECTION_RETRY_MAX_DELAY_SECONDS)",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => {
+      if (p.acquisition.kind === "retry") p.acquisition.retry.budgetMillis = seconds(v)
+    }
+  },
+  {
+    flag: "max-client-connections",
+    description: "pooler client-connection limit (EMAXCONN beyond it)",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => (p.pooler.maxClientConnections = v)
+  },
+  {
+    flag: "backend-ceiling",
+    description: "pooler backend ceiling (server connections)",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => (p.pooler.backendCeiling = v)
+  },
+  {
+    flag: "pooler-threads",
+    description: "pooler worker threads",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => (p.pooler.threads = v)
+  },
+  {
+    flag: "connect-cost",
+    description: "pooler work per accepted connection attempt, ms",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.pooler.connectCostMillis = v)
+  },
+  {
+    flag: "reject-cost",
+    description: "pooler work per refused connection attempt, ms",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.pooler.rejectCostMillis = v)
+  },
+  {
+    flag: "relay-cost",
+    description: "pooler work per transaction relay, ms",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.pooler.relayCostMillis = v)
+  },
+  {
+    flag: "queue-timeout",
+    description: "pooler: drop a client waiting this long for a backend, seconds",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => (p.pooler.queueTimeoutMillis = seconds(v))
+  },
+  {
+    flag: "cores",
+    description: "database cores (queries at full speed at once)",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => (p.database.cores = v)
+  },
+  {
+    flag: "claim-ms",
+    description: "claim query base cost, ms",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => (p.database.claimMillis = v)
+  },
+  {
+    flag: "contention",
+    description: "extra database slowdown per oversubscribed core, 0 = pure processor sharing",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.database.contention = v)
+  },
+  {
+    flag: "api-rps",
+    description: "open-loop API requests per second through the same pooler, 0 = none",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.api.requestsPerSecond = v)
+  },
+  {
+    flag: "api-query-ms",
+    description: "API query cost, ms",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: (p, v) => (p.api.queryMillis = v)
+  },
+  {
+    flag: "work-probability",
+    description: "chance that a claim finds work (then the loop resets to the base interval)",
+    schema: Probability,
+    allowed: "a number in [0, 1]",
+    apply: (p, v) => (p.work.probability = v)
+  },
+  {
+    flag: "handler-ms",
+    description: "handler time of a claimed unit, off the database, ms",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => (p.work.handlerMillis = v)
+  },
+  {
+    flag: "spike-at",
+    description: "spike scenario: start of the load spike, seconds",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => {
+      if (p.spike !== undefined) p.spike.atSeconds = v
+    }
+  },
+  {
+    flag: "spike-seconds",
+    description: "spike scenario: length of the load spike, seconds",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => {
+      if (p.spike !== undefined) p.spike.seconds = v
+    }
+  },
+  {
+    flag: "spike-backends",
+    description: "spike scenario: backends the spike's queries hold",
+    schema: NonNegativeInt,
+    allowed: "an integer >= 0",
+    apply: (p, v) => {
+      if (p.spike !== undefined) p.spike.backends = v
+    }
+  }
+]
+
+/**
+ * Applies validated overrides (`flag → value`) to a preset and validates the poll settings with
+ * `@resilience/jitter`'s own rules.
+ *
+ * @since 0.1.0
+ */
+export const apply = (
+  preset: Model.Params,
+  values: ReadonlyMap<string, number>
+): Effect.Effect<Model.Params, InvalidOption> =>
+  Effect.gen(function*() {
+    const params = structuredClone(preset) as Mutable<Model.Params>
+    for (const override of overrides) {
+      const value = values.get(override.flag)
+      if (value === undefined) continue
+      if (!Schema.is(override.schema)(value)) {
+        return yield* new InvalidOption({ option: override.flag, value, allowed: override.allowed })
+      }
+      override.apply(params, value)
+    }
+    const poll = yield* PollBackoff.settings({
+      base: params.poll.baseMillis,
+      max: params.poll.maxMillis,
+      multiplier: params.poll.multiplier,
+      ratio: params.poll.ratio,
+      enabled: params.poll.enabled
+    }).pipe(
+      Effect.mapError((e) => new InvalidOption({ option: e.parameter, value: e.value, allowed: e.allowed }))
+    )
+    return { ...params, poll }
+  })

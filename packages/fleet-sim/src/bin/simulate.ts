@@ -1,0 +1,13 @@
+/**
+ * `npm run simulate -- <run|compare|sweep> [flags]`
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Effect } from "effect"
+import { Command } from "effect/cli"
+import * as Cli from "../Cli.ts"
+
+Cli.command.pipe(
+  Command.run({ version: "0.1.0" }),
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain
+)
