@@ -3,9 +3,9 @@
  * sends when its client limit is reached (FATAL, XX000, "(EMAXCONN) max client connections reached, limit: 3")
  * and closes the connection. Supavisor itself cannot run here; its exact bytes can.
  */
-import { Effect, type Scope } from "effect"
-import { createServer, type Socket } from "node:net"
-import { type Address, listen, shutdown, urlAt } from "./CountingProxy.ts"
+import type { Effect, Scope } from "effect"
+import type { Socket } from "node:net"
+import * as FakeServer from "./FakeServer.ts"
 
 /** Supavisor's message when the tenant's client limit is reached. */
 export const emaxconn = (limit: number): string => `(EMAXCONN) max client connections reached, limit: ${limit}`
@@ -19,12 +19,7 @@ export interface Options {
 }
 
 /** A running stand-in. */
-export interface SupavisorStandIn extends Address {
-  /** Connections accepted so far. */
-  readonly accepted: Effect.Effect<number>
-  /** A PostgreSQL URL that points at it. */
-  readonly url: string
-}
+export type SupavisorStandIn = FakeServer.FakeServer
 
 const SSL_REQUEST = 80877103
 const GSSENC_REQUEST = 80877104
@@ -70,23 +65,7 @@ const answer = (socket: Socket, reply: Buffer) => {
 }
 
 /** Starts the stand-in on a free loopback port; it and its sockets close with the scope. */
-export const start = (options: Options = {}): Effect.Effect<SupavisorStandIn, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const reply = errorResponse(options.code ?? "XX000", options.message ?? emaxconn(3))
-    let accepted = 0
-    const sockets = new Set<Socket>()
-    const server = createServer((socket) => {
-      accepted += 1
-      sockets.add(socket)
-      socket.on("error", () => socket.destroy())
-      socket.on("close", () => sockets.delete(socket))
-      answer(socket, reply)
-    })
-    const port = yield* Effect.acquireRelease(listen(server), () => shutdown(server, sockets))
-    const address = { host: "127.0.0.1", port }
-    return {
-      ...address,
-      accepted: Effect.sync(() => accepted),
-      url: urlAt("postgres://postgres:unused@127.0.0.1:1/postgres", address)
-    } satisfies SupavisorStandIn
-  })
+export const start = (options: Options = {}): Effect.Effect<SupavisorStandIn, never, Scope.Scope> => {
+  const reply = errorResponse(options.code ?? "XX000", options.message ?? emaxconn(3))
+  return FakeServer.start((socket) => answer(socket, reply))
+}
