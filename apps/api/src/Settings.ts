@@ -69,3 +69,10 @@ export const config: Config.Config<Settings> = Config.all({
   retryAfter: RetryAfter.config,
   migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true))
 })
+
+/**
+ * The settings service from the environment.
+ *
+ * @since 0.1.0
+ */
+export const layerConfig: Layer.Layer<AppSettings, Config.ConfigError> = Layer.effect(AppSettings, config)

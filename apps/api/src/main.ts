@@ -9,7 +9,6 @@ import { NodeRuntime } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
 import { Config, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
-import { AppSettings } from "./Settings.ts"
 import * as Settings from "./Settings.ts"
 
 const LogLevel = Layer.unwrap(Effect.gen(function*() {
@@ -17,13 +16,9 @@ const LogLevel = Layer.unwrap(Effect.gen(function*() {
   return Layer.succeed(References.MinimumLogLevel, level)
 }))
 
-const Settings_ = Layer.unwrap(Effect.gen(function*() {
-  return AppSettings.layer(yield* Settings.config)
-}))
-
 const Main = Http.server.pipe(
   Layer.provide(DbSession.layerConfig),
-  Layer.provide(Settings_)
+  Layer.provide(Settings.layerConfig)
 )
 
 Layer.launch(Main).pipe(
