@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/.."
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
-turbo run lint typecheck test --continue --concurrency=2 --output-logs=new-only "$@"
+turbo run lint //#lint:root typecheck test --continue --concurrency=2 --output-logs=new-only "$@"
 status=$?
 node scripts/test-summary.ts || status=1
 exit $status
