@@ -3,7 +3,7 @@
  * spawned through `setpriv --pdeathsig`, so even a SIGKILL of the test worker takes the server down.
  */
 import { Data, Effect } from "effect"
-import { type ChildProcess, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process"
 import { existsSync } from "node:fs"
 import { userInfo } from "node:os"
 
@@ -17,10 +17,23 @@ export class ServerStartFailed extends Data.TaggedError("ServerStartFailed")<{
   }
 }
 
-/** The unprivileged account servers run as when the tests run as root (PostgreSQL and PgBouncer refuse root). */
+/**
+ * The unprivileged account servers run as when the process runs as root (PostgreSQL and PgBouncer refuse
+ * root): `postgres`, created as a system account when the machine has none.
+ */
 export const serviceAccount = (): { readonly uid: number; readonly gid: number } | undefined => {
   if (userInfo().uid !== 0) return undefined
   const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim())
+  if (spawnSync("id", ["postgres"]).status !== 0) {
+    execFileSync("useradd", [
+      "--system",
+      "--user-group",
+      "--no-create-home",
+      "--shell",
+      "/usr/sbin/nologin",
+      "postgres"
+    ])
+  }
   return { uid: id("-u"), gid: id("-g") }
 }
 
