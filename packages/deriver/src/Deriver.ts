@@ -98,12 +98,25 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         return PollBackoff.step(state, workerBackoff)
       })
 
+    /**
+     * Keeps a unit's ownership row fresh while one of its items is being handled, so a handler that runs
+     * longer than the stale timeout does not lose its unit to another instance: a heartbeat every third of
+     * the timeout, each one checkout; a failed beat is logged and the next one tries again at its time.
+     */
+    const keepAlive = (unit: string): Effect.Effect<never> =>
+      Effect.forever(
+        Effect.sleep(Duration.millis(config.staleTimeoutMillis / 3)).pipe(
+          Effect.andThen(session.withConnection((connection) => Queue.heartbeat(connection, schema, unit, owner))),
+          Effect.catch((error) => logDatabaseFailure("could not renew the unit's ownership", error, { unit }))
+        )
+      )
+
     const processItem = (item: Queue.Item): Effect.Effect<ItemResult, never, R> =>
       Effect.gen(function*() {
         const handler = Handlers.get(handlers, item.taskType)
         const outcome: { readonly failed: string | undefined } | { readonly database: unknown } = handler === undefined
           ? { failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` }
-          : yield* handler(item).pipe(
+          : yield* Effect.raceFirst(handler(item), keepAlive(item.workUnitKey)).pipe(
             Effect.as({ failed: undefined }),
             Effect.catch((error) =>
               Effect.succeed(

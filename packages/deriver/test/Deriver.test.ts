@@ -105,6 +105,37 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       assert.deepStrictEqual(rows.map((r) => r.work_unit_key), ["alive"])
     }))
 
+  it.effect("a handler that outlives the stale timeout keeps its unit: the heartbeat runs while it works", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      yield* enqueue(schema, [{ workUnitKey: "long", taskType: "slow", payload: {} }])
+      let running = 0
+      let overlapped = false
+      let runs = 0
+      const slow: Handlers.Handler = () =>
+        Effect.gen(function*() {
+          running += 1
+          runs += 1
+          if (running > 1) overlapped = true
+          yield* Effect.sleep("2500 millis")
+          running -= 1
+        })
+      // Stale after 0.9 s without a heartbeat; the other instance cleans up every 0.2 s.
+      const config = yield* testConfig({ staleSessionTimeoutMinutes: 0.015, staleWorkUnitCleanupIntervalSeconds: 0.2 })
+      const handlers = Handlers.make({ slow })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "worker" }), scope)
+          yield* eventually(Effect.sync(() => runs === 1))
+          yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "cleaner" }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+          yield* Effect.sleep("500 millis")
+        })
+      )
+      assert.isFalse(overlapped, "no second instance took the unit over while its handler ran")
+      assert.strictEqual(runs, 1)
+    }))
+
   it.effect("a failing handler marks its item and the rest of the unit is processed", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
