@@ -7,7 +7,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
-import { Domain, Messages, QueueStatus, Representations, Workspaces } from "@resilience/domain"
+import { Domain, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -71,7 +71,10 @@ export const WorkspaceAuthLive = Layer.succeed(
  *
  * @since 0.1.0
  */
-export const withWorkspace = <A, E, R>(workspace: string, use: Effect.Effect<A, E, R>) =>
+export const withWorkspace = <A, E, R>(
+  workspace: string,
+  use: (schema: SchemaName.SchemaName) => Effect.Effect<A, E, R>
+) =>
   Effect.gen(function*() {
     const { schema } = yield* AppSettings
     const token = yield* Api.BearerToken
@@ -86,7 +89,7 @@ export const withWorkspace = <A, E, R>(workspace: string, use: Effect.Effect<A, 
           detail: `This token does not grant access to workspace ${JSON.stringify(workspace)}`
         })
       }
-      return yield* use
+      return yield* use(schema)
     }))
   }).pipe(HttpErrors.orDieDbErrors)
 
@@ -120,25 +123,21 @@ export const AdminHandlers = HttpApiBuilder.group(
 export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (handlers) =>
   handlers.handleAll({
     appendMessages: ({ params, payload }) =>
-      Effect.flatMap(Effect.service(AppSettings), ({ schema }) =>
-        withWorkspace(params.workspace, Messages.append(schema, params.workspace, params.session, payload.messages))),
+      withWorkspace(
+        params.workspace,
+        (schema) => Messages.append(schema, params.workspace, params.session, payload.messages)
+      ),
     queueStatus: ({ params }) =>
-      Effect.flatMap(Effect.service(AppSettings), ({ schema }) =>
-        withWorkspace(params.workspace, QueueStatus.forWorkspace(schema, params.workspace))),
+      withWorkspace(params.workspace, (schema) => QueueStatus.forWorkspace(schema, params.workspace)),
     representation: ({ params }) =>
-      Effect.flatMap(Effect.service(AppSettings), ({ schema }) =>
-        withWorkspace(
-          params.workspace,
-          Effect.flatMap(
-            Representations.get(schema, params.workspace, params.peer),
-            Option.match({
-              onNone: () =>
-                Effect.fail(
-                  new Api.NotFound({ detail: `Nothing derived yet for peer ${JSON.stringify(params.peer)}` })
-                ),
-              onSome: Effect.succeed
-            })
-          )
+      withWorkspace(params.workspace, (schema) =>
+        Effect.flatMap(
+          Representations.get(schema, params.workspace, params.peer),
+          Option.match({
+            onNone: () =>
+              Effect.fail(new Api.NotFound({ detail: `Nothing derived yet for peer ${JSON.stringify(params.peer)}` })),
+            onSome: Effect.succeed
+          })
         ))
   }))
 
