@@ -226,6 +226,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       {
         workers: config.workers,
         backoff: config.backoff,
+        initialInterval: config.initialInterval,
         startupJitterMillis: config.startupJitterMillis,
         cleanupIntervalMillis: config.cleanupIntervalMillis,
         shutdownGraceMillis: config.shutdownGraceMillis,

@@ -7,6 +7,7 @@
 import { InvalidParameter, Parameters } from "@resilience/jitter"
 import type { PollBackoff } from "@resilience/jitter"
 import { Config, ConfigProvider, Effect } from "effect"
+import type * as Scheduling from "./Scheduling.ts"
 
 /**
  * Validated settings of one deriver (all durations in milliseconds).
@@ -18,6 +19,8 @@ export interface DeriverConfig {
   readonly workers: number
   /** The poll backoff: base, multiplier, max, enabled, jitter ratio. */
   readonly backoff: PollBackoff.Settings
+  /** Where the schedule starts after the startup delay (`DERIVER_POLLING_INITIAL_INTERVAL`). */
+  readonly initialInterval: Scheduling.InitialInterval
   /** Upper bound of the startup delay (`DERIVER_POLLING_STARTUP_JITTER_SECONDS`; 0 disables it). */
   readonly startupJitterMillis: number
   /** An ownership row without heartbeat for this long is stale (`DERIVER_STALE_SESSION_TIMEOUT_MINUTES`). */
@@ -43,6 +46,8 @@ export interface Input {
   readonly pollingBackoffMultiplier?: number | undefined
   readonly pollingBackoffEnabled?: boolean | undefined
   readonly pollingJitterRatio?: number | undefined
+  /** `base` (default) or `max`. */
+  readonly pollingInitialInterval?: string | undefined
   /** Default: the max interval. */
   readonly pollingStartupJitterSeconds?: number | undefined
   readonly staleSessionTimeoutMinutes?: number | undefined
@@ -63,6 +68,7 @@ export const variables = {
   pollingBackoffMultiplier: "DERIVER_POLLING_BACKOFF_MULTIPLIER",
   pollingBackoffEnabled: "DERIVER_POLLING_BACKOFF_ENABLED",
   pollingJitterRatio: "DERIVER_POLLING_JITTER_RATIO",
+  pollingInitialInterval: "DERIVER_POLLING_INITIAL_INTERVAL",
   pollingStartupJitterSeconds: "DERIVER_POLLING_STARTUP_JITTER_SECONDS",
   staleSessionTimeoutMinutes: "DERIVER_STALE_SESSION_TIMEOUT_MINUTES",
   staleWorkUnitCleanupIntervalSeconds: "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
@@ -82,6 +88,7 @@ export const defaults = {
   pollingBackoffMultiplier: 2,
   pollingBackoffEnabled: true,
   pollingJitterRatio: 0.5,
+  pollingInitialInterval: "base",
   staleSessionTimeoutMinutes: 5,
   staleWorkUnitCleanupIntervalSeconds: 60,
   shutdownGraceSeconds: 10,
@@ -141,6 +148,10 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       input.pollingJitterRatio ?? defaults.pollingJitterRatio,
       variables.pollingJitterRatio
     )
+    const initial = input.pollingInitialInterval ?? defaults.pollingInitialInterval
+    const initialInterval = initial === "base" || initial === "max"
+      ? initial
+      : yield* Effect.fail(invalid(variables.pollingInitialInterval, initial, "base or max"))
     const startup = input.pollingStartupJitterSeconds ?? max
     const startupJitterMillis = Number.isFinite(startup) && startup >= 0
       ? startup * 1000
@@ -168,6 +179,7 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
     return {
       workers,
       backoff,
+      initialInterval,
       startupJitterMillis,
       staleTimeoutMillis,
       cleanupIntervalMillis,
@@ -191,6 +203,7 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   pollingBackoffMultiplier: optionalNumber(variables.pollingBackoffMultiplier),
   pollingBackoffEnabled: Config.option(Config.Boolean(variables.pollingBackoffEnabled)),
   pollingJitterRatio: optionalNumber(variables.pollingJitterRatio),
+  pollingInitialInterval: Config.option(Config.String(variables.pollingInitialInterval)),
   pollingStartupJitterSeconds: optionalNumber(variables.pollingStartupJitterSeconds),
   staleSessionTimeoutMinutes: optionalNumber(variables.staleSessionTimeoutMinutes),
   staleWorkUnitCleanupIntervalSeconds: optionalNumber(variables.staleWorkUnitCleanupIntervalSeconds),

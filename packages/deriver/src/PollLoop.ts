@@ -38,6 +38,8 @@ export interface Source<R> {
 export interface Options {
   readonly workers: number
   readonly backoff: PollBackoff.Settings
+  /** Where the schedule starts after the startup delay (default `base`). */
+  readonly initialInterval?: Scheduling.InitialInterval | undefined
   readonly startupJitterMillis: number
   readonly cleanupIntervalMillis: number
   readonly shutdownGraceMillis: number
@@ -131,7 +133,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
       )
 
     const loop = Effect.gen(function*() {
-      let state = { currentMillis: settings.baseMillis } as PollBackoff.State
+      let state = Scheduling.initialState(settings, options.initialInterval ?? "base")
       let nextCleanupAt = yield* Clock.currentTimeMillis
       while (true) {
         const free = options.workers - held.size

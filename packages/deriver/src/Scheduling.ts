@@ -72,6 +72,24 @@ export const decide = (
 }
 
 /**
+ * Where the schedule starts after the startup delay: `base` (the reference behaviour: 1, 2, 4, … s, a burst
+ * of polls in the first minute after a restart) or `max` (the cap at once: a restarted fleet polls at its
+ * steady rate from the first poll; a claim still resets to the base).
+ *
+ * @since 0.1.0
+ */
+export type InitialInterval = "base" | "max"
+
+/**
+ * The backoff state before the first poll. With the backoff disabled the interval is always the base.
+ *
+ * @since 0.1.0
+ */
+export const initialState = (settings: PollBackoff.Settings, initial: InitialInterval): PollBackoff.State => ({
+  currentMillis: initial === "max" && settings.enabled ? settings.maxMillis : settings.baseMillis
+})
+
+/**
  * The delay before the first poll, uniform in [0, startupMillis), for a uniform draw `u`.
  *
  * @since 0.1.0

@@ -14,6 +14,7 @@ describe("DeriverConfig", () => {
       assert.deepStrictEqual(config, {
         workers: 1,
         backoff: { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 },
+        initialInterval: "base",
         startupJitterMillis: 30_000,
         staleTimeoutMillis: 300_000,
         cleanupIntervalMillis: 60_000,
@@ -22,11 +23,13 @@ describe("DeriverConfig", () => {
       })
       const custom = yield* read({
         DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "10",
-        DERIVER_POLLING_BACKOFF_ENABLED: "false"
+        DERIVER_POLLING_BACKOFF_ENABLED: "false",
+        DERIVER_POLLING_INITIAL_INTERVAL: "max"
       })
       assert.isTrue(Exit.isSuccess(custom))
       const value = (custom as Exit.Success<DeriverConfig.DeriverConfig>).value
       assert.strictEqual(value.startupJitterMillis, 10_000)
+      assert.strictEqual(value.initialInterval, "max")
       assert.isFalse(value.backoff.enabled)
     }))
 
@@ -50,7 +53,8 @@ describe("DeriverConfig", () => {
       "> 0"
     ],
     [{ DERIVER_WORKERS: "many" }, "DERIVER_WORKERS", ""],
-    [{ DERIVER_POLLING_BACKOFF_ENABLED: "maybe" }, "DERIVER_POLLING_BACKOFF_ENABLED", ""]
+    [{ DERIVER_POLLING_BACKOFF_ENABLED: "maybe" }, "DERIVER_POLLING_BACKOFF_ENABLED", ""],
+    [{ DERIVER_POLLING_INITIAL_INTERVAL: "middle" }, "DERIVER_POLLING_INITIAL_INTERVAL", "base or max"]
   ]
   for (const [env, variable, allowed] of invalid) {
     it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>

@@ -24,6 +24,7 @@ const harness = Effect.fnUntraced(function*(options: {
   readonly ratio: number
   readonly workers?: number
   readonly startupJitterMillis?: number
+  readonly initialInterval?: "base" | "max"
   readonly process?: (unit: string) => Effect.Effect<void>
 }) {
   const events = yield* Ref.make<ReadonlyArray<PollLoop.Event>>([])
@@ -41,6 +42,7 @@ const harness = Effect.fnUntraced(function*(options: {
   }, {
     workers: options.workers ?? 1,
     backoff: settings(options.ratio),
+    initialInterval: options.initialInterval,
     startupJitterMillis: options.startupJitterMillis ?? 0,
     cleanupIntervalMillis: 60_000,
     shutdownGraceMillis: 1000,
@@ -75,6 +77,17 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
       assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
       assert.deepStrictEqual(events.map((e) => e.outcome), Array(7).fill("empty"))
     }).pipe(Random.withSeed("empty")))
+
+  it.effect("starting at the cap: empty polls sleep 30, 30 s; a claim still resets to 1, 2, 4 s", () =>
+    Effect.gen(function*() {
+      const { polled } = yield* harness({
+        script: (i) => (i === 2 ? ["unit"] : "empty"),
+        ratio: 0,
+        initialInterval: "max"
+      })
+      const events = yield* advanceUntil(polled, 6)
+      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [30_000, 30_000, 0, 1000, 2000, 4000])
+    }).pipe(Random.withSeed("warm")))
 
   it.effect("the loop really sleeps those intervals (poll times on the test clock)", () =>
     Effect.gen(function*() {

@@ -22,6 +22,10 @@ const scenario = Flag.Literals("scenario", Model.scenarios).pipe(
 const seed = Flag.String("seed").pipe(Flag.withDescription("PRNG seed"), Flag.withDefault("1"))
 const json = Flag.optional(Flag.String("json").pipe(Flag.withDescription("write summary and per-second series here")))
 const chart = Flag.optional(Flag.String("chart").pipe(Flag.withDescription("write an SVG chart here")))
+const initialInterval = Flag.Literals("initial-interval", ["base", "max"] as const).pipe(
+  Flag.withDescription("where each schedule starts after the startup delay (DERIVER_POLLING_INITIAL_INTERVAL)"),
+  Flag.withDefault("base" as const)
+)
 const overrideFlags = Object.fromEntries(
   Options.overrides.map((o) => [o.flag, Flag.optional(Flag.Finite(o.flag).pipe(Flag.withDescription(o.description)))])
 ) as Record<string, Flag.Flag<Option.Option<number>>>
@@ -62,7 +66,7 @@ const describe = (params: Model.Params, scenarioName: Model.Scenario) => {
       params.poll.maxMillis / 1000
     } s ×${params.poll.multiplier}, jitter ${params.poll.ratio}, startup jitter ${
       params.startupJitterMillis / 1000
-    } s; acquisition ${acquisition}`,
+    } s, schedule starts at ${params.initialInterval}; acquisition ${acquisition}`,
     `pooler: ${params.pooler.maxClientConnections} clients, ${params.pooler.backendCeiling} backends, ${params.pooler.threads} thread(s), ` +
     `connect ${params.pooler.connectCostMillis} ms, reject ${params.pooler.rejectCostMillis} ms, relay ${params.pooler.relayCostMillis} ms; ` +
     `database: ${params.database.cores} cores, claim ${params.database.claimMillis} ms; API ${params.api.requestsPerSecond} req/s` +
@@ -105,13 +109,17 @@ const runCommand = Command.make(
       Flag.withDefault("baseline" as Model.Policy)
     ),
     seed,
+    initialInterval,
     json,
     chart,
     overrides: overrideFlags
   },
   Effect.fn(function*(input) {
     const { chart, json, overrides, policy, scenario, seed } = input
-    const params = yield* Options.apply(Model.preset(scenario, policy, seed), overrideValues(overrides))
+    const params = yield* Options.apply(
+      { ...Model.preset(scenario, policy, seed), initialInterval: input.initialInterval },
+      overrideValues(overrides)
+    )
     yield* Console.log(describe(params, scenario))
     const { outcome, summary } = yield* simulate(params, `${scenario}/${policy}`)
     yield* Console.log(`\n${Report.summaryTable([{ name: policy, summary }])}`)
@@ -124,13 +132,16 @@ const runCommand = Command.make(
 
 const compareCommand = Command.make(
   "compare",
-  { scenario, seed, json, chart, overrides: overrideFlags },
+  { scenario, seed, initialInterval, json, chart, overrides: overrideFlags },
   Effect.fn(function*(input) {
     const { chart, json, overrides, scenario, seed } = input
     const runs: Array<{ name: string; outcome: Simulation.Outcome; summary: Summary.Summary }> = []
     let first: Model.Params | undefined
     for (const policy of Model.policies) {
-      const params = yield* Options.apply(Model.preset(scenario, policy, seed), overrideValues(overrides))
+      const params = yield* Options.apply(
+        { ...Model.preset(scenario, policy, seed), initialInterval: input.initialInterval },
+        overrideValues(overrides)
+      )
       if (first === undefined) {
         first = params
         yield* Console.log(describe(params, scenario))

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { Scheduling } from "@resilience/deriver"
 import type { PollBackoff } from "@resilience/jitter"
 import * as RetryBackoff from "./RetryBackoff.ts"
 
@@ -111,6 +112,8 @@ export interface Params {
   readonly poll: PollBackoff.Settings
   /** Upper bound of the startup delay (0 = none). */
   readonly startupJitterMillis: number
+  /** Where each deriver's schedule starts after its startup delay (`DERIVER_POLLING_INITIAL_INTERVAL`). */
+  readonly initialInterval: Scheduling.InitialInterval
   readonly acquisition: Acquisition
   readonly pooler: Pooler
   readonly database: Database
@@ -214,6 +217,7 @@ export const preset = (scenario: Scenario, name: Policy, seed = "1"): Params => 
   seed,
   start: scenario === "spike" ? "spread" : "aligned",
   ...policy(name, incident.poll),
+  initialInterval: "base",
   pooler: incident.pooler,
   database: incident.database,
   work: incident.work,

@@ -10,7 +10,6 @@
  * @since 0.1.0
  */
 import { Scheduling } from "@resilience/deriver"
-import { PollBackoff } from "@resilience/jitter"
 import { EventQueue } from "./EventQueue.ts"
 import { IntQueue } from "./IntQueue.ts"
 import type * as Model from "./Model.ts"
@@ -436,7 +435,7 @@ export const run = (params: Model.Params, options: RunOptions = {}): Outcome => 
   }
 
   // Initial conditions.
-  const initial = PollBackoff.initial(settings)
+  const initial = Scheduling.initialState(settings, params.initialInterval)
   for (let i = 0; i < n; i++) {
     if (params.start === "aligned") {
       current[i] = initial.currentMillis

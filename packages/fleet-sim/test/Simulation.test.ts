@@ -175,6 +175,16 @@ describe("Simulation: the incident's shape, on a fleet scaled down 8×", () => {
     assert.isAbove(fixed.summary.settledMeanClaimStartsPerSecond, 0.8 * baseline.params.derivers / 30)
   })
 
+  it("fixed, schedules starting at the cap: the warm-up burst goes, the pool is at its ceiling for seconds, not a minute", () => {
+    const params = { ...Model.scaled(Model.preset("incident", "fixed"), 8), horizonSeconds: 900 }
+    const warm = Summary.summarize(Simulation.run({ ...params, initialInterval: "max" }))
+    assert.isAbove(fixed.summary.secondsAtCeiling, 30)
+    assert.isAtMost(warm.secondsAtCeiling, 5)
+    assert.isNotNull(warm.recoverySeconds)
+    assert.isAtMost(warm.recoverySeconds!, fixed.summary.recoverySeconds! / 2)
+    assert.isBelow(warm.maxClaimStartsPerSecond, fixed.summary.maxClaimStartsPerSecond)
+  })
+
   it("failfast-only removes the client wall but not the herd; jitter-only removes the herd but not the wall", () => {
     // no wall: clients drain between herds
     assert.isBelow(failfastOnly.summary.meanClientConnections, 0.1 * baseline.summary.meanClientConnections)
