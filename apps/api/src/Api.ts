@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { ApiMiddleware, Validation } from "@resilience/api-errors"
-import { Names } from "@resilience/domain"
+import * as Names from "@resilience/domain/Names"
 import { Context, Schema } from "effect"
 import type { Redacted } from "effect"
 import {
