@@ -15,17 +15,15 @@ import { fileURLToPath } from "node:url"
 const root = fileURLToPath(new URL("../../../", import.meta.url))
 const main = "apps/deriver/src/main.ts"
 
-const Database = Layer.unwrap(Effect.gen(function*() {
-  const database = yield* TestDatabase
-  return DbSession.layer({
+const Database = TestDatabase.layerWith((database) =>
+  DbSession.layer({
     url: database.url,
     connectTimeout: "2 seconds",
     poolClass: "queue",
     poolSize: 4,
     driver: "pg"
   })
-})).pipe(
-  Layer.provideMerge(TestDatabase.layer),
+).pipe(
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
 )
 

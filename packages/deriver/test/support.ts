@@ -12,9 +12,8 @@ import * as QueueSchema from "../src/QueueSchema.ts"
 import * as SchemaName from "../src/SchemaName.ts"
 
 /** A session on a fresh database of the shared test server (in-process pool, for speed). */
-export const Database: Layer.Layer<DbSession | TestDatabase> = Layer.unwrap(Effect.gen(function*() {
-  const database = yield* TestDatabase
-  return DbSession.layer({
+export const Database: Layer.Layer<DbSession | TestDatabase> = TestDatabase.layerWith((database) =>
+  DbSession.layer({
     url: database.url,
     connectTimeout: "2 seconds",
     poolClass: "queue",
@@ -22,8 +21,7 @@ export const Database: Layer.Layer<DbSession | TestDatabase> = Layer.unwrap(Effe
     driver: "pg",
     applicationName: "deriver-test"
   })
-})).pipe(
-  Layer.provideMerge(TestDatabase.layer),
+).pipe(
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")),
   Layer.orDie
 )

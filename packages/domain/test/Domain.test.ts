@@ -6,17 +6,15 @@ import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Option, References, Schema, Scope } from "effect"
 import { Domain, Messages, Names, QueueStatus, Representation, Representations, Workspaces } from "../src/index.ts"
 
-const Database = Layer.unwrap(Effect.gen(function*() {
-  const database = yield* TestDatabase
-  return DbSession.layer({
+const Database = TestDatabase.layerWith((database) =>
+  DbSession.layer({
     url: database.url,
     connectTimeout: "2 seconds",
     poolClass: "queue",
     poolSize: 8,
     driver: "pg"
   })
-})).pipe(
-  Layer.provideMerge(TestDatabase.layer),
+).pipe(
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
 )
 

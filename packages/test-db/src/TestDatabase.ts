@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
+import type { ServerStartFailed } from "./Process.ts"
 import * as SharedServer from "./SharedServer.ts"
 
 /** The suite's own database. */
@@ -31,6 +32,15 @@ export class TestDatabase extends Context.Service<TestDatabase, {
       return TestDatabase.of({ url: url.toString(), database, serverUrl })
     })
   )
+
+  /**
+   * A layer built on the suite's database (say, a database session for its URL), together with the
+   * `TestDatabase` itself.
+   */
+  static readonly layerWith = <A, E, R>(
+    make: (database: TestDatabase["Service"]) => Layer.Layer<A, E, R>
+  ): Layer.Layer<A | TestDatabase, E | ServerStartFailed, Exclude<R, TestDatabase>> =>
+    Layer.unwrap(Effect.map(Effect.service(TestDatabase), make)).pipe(Layer.provideMerge(TestDatabase.layer))
 }
 
 /** Runs one statement as the superuser on a fresh connection. */
