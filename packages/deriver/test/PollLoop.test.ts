@@ -55,6 +55,21 @@ const harness = Effect.fnUntraced(function*(options: {
   return { loop, polled, polls: Ref.get(polls) }
 })
 
+/** A loop over an always-empty source with a 30 s startup window, observed by `observer`. */
+const idleLoop = (observer: (event: PollLoop.Event) => Effect.Effect<void>) =>
+  PollLoop.start({
+    poll: () => Effect.succeed([]),
+    process: () => Effect.void,
+    releaseAll: Effect.void
+  }, {
+    workers: 1,
+    backoff: settings(0.5),
+    startupJitterMillis: 30_000,
+    cleanupIntervalMillis: 60_000,
+    shutdownGraceMillis: 1000,
+    observer
+  })
+
 /** Advances the test clock one sleep at a time until `n` polls have been decided. */
 const advanceUntil = Effect.fnUntraced(function*(
   polled: Effect.Effect<ReadonlyArray<Extract<PollLoop.Event, { _tag: "Polled" }>>>,
@@ -193,18 +208,9 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
   it.effect("startup jitter delays the first poll within [0, max] and a shutdown cuts it short", () =>
     Effect.gen(function*() {
       const started = yield* Ref.make<number | undefined>(undefined)
-      const loop = yield* PollLoop.start({
-        poll: () => Effect.succeed([]),
-        process: () => Effect.void,
-        releaseAll: Effect.void
-      }, {
-        workers: 1,
-        backoff: settings(0.5),
-        startupJitterMillis: 30_000,
-        cleanupIntervalMillis: 60_000,
-        shutdownGraceMillis: 1000,
-        observer: (event) => event._tag === "Started" ? Ref.set(started, event.startupDelayMillis) : Effect.void
-      })
+      const loop = yield* idleLoop((event) =>
+        event._tag === "Started" ? Ref.set(started, event.startupDelayMillis) : Effect.void
+      )
       yield* TestClock.adjust(0)
       const delay = yield* Ref.get(started)
       assert.isDefined(delay)
@@ -220,19 +226,9 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
     Effect.gen(function*() {
       const delays: Array<number> = []
       for (let i = 0; i < 200; i++) {
-        yield* PollLoop.start({
-          poll: () => Effect.succeed([]),
-          process: () => Effect.void,
-          releaseAll: Effect.void
-        }, {
-          workers: 1,
-          backoff: settings(0.5),
-          startupJitterMillis: 30_000,
-          cleanupIntervalMillis: 60_000,
-          shutdownGraceMillis: 0,
-          observer: (event) =>
-            event._tag === "Started" ? Effect.sync(() => delays.push(event.startupDelayMillis)) : Effect.void
-        })
+        yield* idleLoop((event) =>
+          event._tag === "Started" ? Effect.sync(() => delays.push(event.startupDelayMillis)) : Effect.void
+        )
       }
       yield* TestClock.adjust(0)
       assert.strictEqual(delays.length, 200)

@@ -392,6 +392,15 @@ export const run = (params: Model.Params, options: RunOptions = {}): Outcome => 
   }
 
   /** An API request arrives (open loop): it acquires a connection with the same policy as the derivers. */
+  /** A new acquisition for client `i` (a poll or an API request): its first attempt, and the connect timeout when failing fast. */
+  const beginAcquisition = (i: number, t: number) => {
+    generation[i]!++
+    pollStart[i] = t
+    retries[i] = 0
+    if (failfast) events.push(t + connectTimeout, CONNECT_TIMEOUT, i, generation[i]!)
+    startAttempt(i, t)
+  }
+
   const apiArrival = (t: number) => {
     events.push(t - Math.log(1 - random()) * 1000 / api.requestsPerSecond, API_ARRIVAL, 0, 0)
     const i = freeApi.pop()
@@ -400,11 +409,7 @@ export const run = (params: Model.Params, options: RunOptions = {}): Outcome => 
       return
     }
     apiRequests++
-    generation[i]!++
-    pollStart[i] = t
-    retries[i] = 0
-    if (failfast) events.push(t + connectTimeout, CONNECT_TIMEOUT, i, generation[i]!)
-    startAttempt(i, t)
+    beginAcquisition(i, t)
   }
 
   const wake = (i: number, t: number) => {
@@ -415,11 +420,7 @@ export const run = (params: Model.Params, options: RunOptions = {}): Outcome => 
       finishPoll(i, "busy", t)
       return
     }
-    generation[i]!++
-    pollStart[i] = t
-    retries[i] = 0
-    if (failfast) events.push(t + connectTimeout, CONNECT_TIMEOUT, i, generation[i]!)
-    startAttempt(i, t)
+    beginAcquisition(i, t)
   }
 
   /** The connect timeout (failfast) or the pooler's queue timeout fired for a client still acquiring. */
