@@ -1,10 +1,11 @@
 /**
- * The implementation of {@link Api.Api}: thin handlers over `@resilience/domain`, the two auth middlewares,
+ * The implementation of the API contract (`@resilience/api-contract`): thin handlers over `@resilience/domain`, the two auth middlewares,
  * and the server layer that composes them with the error mapping of `@resilience/api-errors`.
  *
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
+import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { Domain, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
@@ -14,7 +15,6 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
 import { timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
-import * as Api from "./Api.ts"
 import { AppSettings } from "./Settings.ts"
 
 const constantTimeEquals = (a: string, b: string): boolean => {
@@ -23,7 +23,7 @@ const constantTimeEquals = (a: string, b: string): boolean => {
   return left.length === right.length && timingSafeEqual(left, right)
 }
 
-const noToken = new Api.Unauthorized({ detail: "Missing bearer token (Authorization: Bearer <token>)" })
+const noToken = new Errors.Unauthorized({ detail: "Missing bearer token (Authorization: Bearer <token>)" })
 
 /**
  * The admin token check: no token 401, another token 403. No database.
@@ -31,16 +31,16 @@ const noToken = new Api.Unauthorized({ detail: "Missing bearer token (Authorizat
  * @since 0.1.0
  */
 export const AdminAuthLive = Layer.effect(
-  Api.AdminAuth,
+  Security.AdminAuth,
   Effect.gen(function*() {
     const settings = yield* AppSettings
     const expected = Redacted.value(settings.adminToken)
-    return Api.AdminAuth.of({
+    return Security.AdminAuth.of({
       admin: (httpEffect, { credential }) => {
         const token = Redacted.value(credential)
         if (token === "") return Effect.fail(noToken)
         if (!constantTimeEquals(token, expected)) {
-          return Effect.fail(new Api.Forbidden({ detail: "This token may not create workspaces" }))
+          return Effect.fail(new Errors.Forbidden({ detail: "This token may not create workspaces" }))
         }
         return httpEffect
       }
@@ -55,12 +55,12 @@ export const AdminAuthLive = Layer.effect(
  * @since 0.1.0
  */
 export const WorkspaceAuthLive = Layer.succeed(
-  Api.WorkspaceAuth,
-  Api.WorkspaceAuth.of({
+  Security.WorkspaceAuth,
+  Security.WorkspaceAuth.of({
     workspace: (httpEffect, { credential }) =>
       Redacted.value(credential) === ""
         ? Effect.fail(noToken)
-        : Effect.provideService(httpEffect, Api.BearerToken, credential)
+        : Effect.provideService(httpEffect, Security.BearerToken, credential)
   })
 )
 
@@ -77,15 +77,15 @@ export const withWorkspace = <A, E, R>(
 ) =>
   Effect.gen(function*() {
     const { schema } = yield* AppSettings
-    const token = yield* Api.BearerToken
+    const token = yield* Security.BearerToken
     const db = yield* DbSession
     return yield* db.oneCheckout(Effect.gen(function*() {
       const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
       if (verification === "not-found") {
-        return yield* new Api.NotFound({ detail: `Workspace ${JSON.stringify(workspace)} does not exist` })
+        return yield* new Errors.NotFound({ detail: `Workspace ${JSON.stringify(workspace)} does not exist` })
       }
       if (verification === "forbidden") {
-        return yield* new Api.Forbidden({
+        return yield* new Errors.Forbidden({
           detail: `This token does not grant access to workspace ${JSON.stringify(workspace)}`
         })
       }
@@ -109,7 +109,7 @@ export const AdminHandlers = HttpApiBuilder.group(
           Effect.catchTag(
             "WorkspaceExists",
             (error) =>
-              Effect.fail(new Api.Conflict({ detail: `Workspace ${JSON.stringify(error.name)} already exists` }))
+              Effect.fail(new Errors.Conflict({ detail: `Workspace ${JSON.stringify(error.name)} already exists` }))
           )
         )
       }).pipe(HttpErrors.orDieDbErrors))
@@ -135,7 +135,9 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
           Representations.get(schema, params.workspace, params.peer),
           Option.match({
             onNone: () =>
-              Effect.fail(new Api.NotFound({ detail: `Nothing derived yet for peer ${JSON.stringify(params.peer)}` })),
+              Effect.fail(
+                new Errors.NotFound({ detail: `Nothing derived yet for peer ${JSON.stringify(params.peer)}` })
+              ),
             onSome: Effect.succeed
           })
         ))

@@ -1,15 +1,8 @@
 /**
- * The API app: its definition (for typed clients and docs), its implementation and its settings.
+ * The API app: the implementation of `@resilience/api-contract` and its settings.
  *
  * @since 0.1.0
  */
-
-/**
- * The API definition: import it to derive a typed client (`HttpApiClient.make(Api.Api, …)`).
- *
- * @since 0.1.0
- */
-export * as Api from "./Api.ts"
 
 /**
  * The handlers and the server layer.

@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Api } from "@resilience/api-app"
+import { Api, Errors, Security } from "@resilience/api-contract"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig } from "@resilience/deriver"
-import { Domain, SchemaName } from "@resilience/domain"
+import { Domain, Model, SchemaName } from "@resilience/domain"
 import { CountingProxy, TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, Schedule } from "effect"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
@@ -151,7 +151,7 @@ describe("apps/api over real HTTP, healthy database", () => {
 
           const longContent = yield* request(api, "POST", path, {
             token,
-            body: { messages: [{ peer: "alice", content: "x".repeat(Api.maxContentLength + 1) }] }
+            body: { messages: [{ peer: "alice", content: "x".repeat(Model.maxContentLength + 1) }] }
           })
           assert.strictEqual(longContent.status, 400)
           assert.include(detail(longContent), "messages[0].content")
@@ -170,18 +170,18 @@ describe("apps/api over real HTTP, healthy database", () => {
       Effect.gen(function*() {
         const api = yield* server
         const admin = yield* HttpApiClient.make(Api.Api, { baseUrl: api.baseUrl }).pipe(
-          Effect.provide(HttpApiMiddleware.layerClient(Api.AdminAuth, ({ next, request }) =>
+          Effect.provide(HttpApiMiddleware.layerClient(Security.AdminAuth, ({ next, request }) =>
             next(HttpClientRequest.bearerToken(request, adminToken)))),
-          Effect.provide(HttpApiMiddleware.layerClient(Api.WorkspaceAuth, ({ next, request }) =>
+          Effect.provide(HttpApiMiddleware.layerClient(Security.WorkspaceAuth, ({ next, request }) =>
             next(request)))
         )
         const created = yield* admin.admin.createWorkspace({ payload: { name: "typed" } })
         assert.strictEqual(created.name, "typed")
         const conflict = yield* Effect.flip(admin.admin.createWorkspace({ payload: { name: "typed" } }))
-        assert.instanceOf(conflict, Api.Conflict)
+        assert.instanceOf(conflict, Errors.Conflict)
         const client = yield* HttpApiClient.make(Api.Api, { baseUrl: api.baseUrl }).pipe(
-          Effect.provide(HttpApiMiddleware.layerClient(Api.AdminAuth, ({ next, request }) => next(request))),
-          Effect.provide(HttpApiMiddleware.layerClient(Api.WorkspaceAuth, ({ next, request }) =>
+          Effect.provide(HttpApiMiddleware.layerClient(Security.AdminAuth, ({ next, request }) => next(request))),
+          Effect.provide(HttpApiMiddleware.layerClient(Security.WorkspaceAuth, ({ next, request }) =>
             next(HttpClientRequest.bearerToken(request, created.token))))
         )
         const appended = yield* client.workspace.appendMessages({

@@ -8,6 +8,7 @@ import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { Queue, SchemaName } from "@resilience/deriver"
 import { Effect } from "effect"
+import type * as Model from "./Model.ts"
 import * as Names from "./Names.ts"
 
 /**
@@ -15,20 +16,14 @@ import * as Names from "./Names.ts"
  *
  * @since 0.1.0
  */
-export interface NewMessage {
-  readonly peer: string
-  readonly content: string
-}
+export type NewMessage = Model.NewMessage
 
 /**
  * What an append stored: the messages and the representation tasks enqueued for them.
  *
  * @since 0.1.0
  */
-export interface Appended {
-  readonly stored: number
-  readonly enqueued: number
-}
+export type Appended = Model.Appended
 
 /**
  * The task type of the representation work.

@@ -7,22 +7,14 @@ import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Effect } from "effect"
+import type * as Model from "./Model.ts"
 
 /**
- * Item counts of one workspace:
- * - `pending`: unprocessed, in a unit nobody holds;
- * - `inProgress`: unprocessed, in a unit a deriver holds;
- * - `processed`: done without error;
- * - `errored`: done, marked with its handler's error.
+ * Item counts of one workspace (see `Model.QueueStatus`).
  *
  * @since 0.1.0
  */
-export interface QueueStatus {
-  readonly pending: number
-  readonly inProgress: number
-  readonly processed: number
-  readonly errored: number
-}
+export type QueueStatus = Model.QueueStatus
 
 /**
  * The queue status of a workspace (items whose payload names it).

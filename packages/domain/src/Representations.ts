@@ -7,16 +7,14 @@ import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Effect, Option } from "effect"
+import type * as Model from "./Model.ts"
 
 /**
  * A term and how often the peer used it.
  *
  * @since 0.1.0
  */
-export interface TermCount {
-  readonly term: string
-  readonly count: number
-}
+export type TermCount = Model.TermCount
 
 /**
  * A peer's representation: message and session counts, first and last message time (ISO 8601, UTC), the most
@@ -24,16 +22,7 @@ export interface TermCount {
  *
  * @since 0.1.0
  */
-export interface Representation {
-  readonly workspace: string
-  readonly peer: string
-  readonly messageCount: number
-  readonly sessionCount: number
-  readonly firstSeen: string
-  readonly lastSeen: string
-  readonly topTerms: ReadonlyArray<TermCount>
-  readonly updatedAt: string
-}
+export type Representation = Model.Representation
 
 /**
  * How many terms a representation lists.

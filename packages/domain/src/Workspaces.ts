@@ -8,6 +8,7 @@ import type { DbError } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Effect, Schema } from "effect"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import type * as Model from "./Model.ts"
 
 /**
  * A workspace with this name exists already.
@@ -27,10 +28,7 @@ export class WorkspaceExists extends Schema.TaggedError<WorkspaceExists>()("Work
  *
  * @since 0.1.0
  */
-export interface Created {
-  readonly name: string
-  readonly token: string
-}
+export type Created = Model.CreatedWorkspace
 
 /**
  * The outcome of a token check.

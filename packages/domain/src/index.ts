@@ -27,6 +27,13 @@ export * as DomainSchema from "./DomainSchema.ts"
 export * as Messages from "./Messages.ts"
 
 /**
+ * The domain's values as schemas (server free; also `@resilience/domain/Model`).
+ *
+ * @since 0.1.0
+ */
+export * as Model from "./Model.ts"
+
+/**
  * Name schemas and the work unit key.
  *
  * @since 0.1.0

@@ -1,0 +1,137 @@
+/**
+ * The API definition: endpoints, payloads, responses, errors and security, and nothing of their
+ * implementation. The server implements it (`apps/api`); clients derive from it
+ * (`HttpApiClient.make(Api, { baseUrl })`, or `@resilience/api-client`); the OpenAPI document is generated
+ * from it. Payloads and responses are the domain's schemas (`@resilience/domain/Model`).
+ *
+ * @since 0.1.0
+ */
+import { ApiMiddleware, Validation } from "@resilience/api-errors"
+import * as Model from "@resilience/domain/Model"
+import * as Names from "@resilience/domain/Names"
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Conflict, Forbidden, NotFound } from "./Errors.ts"
+import { AdminAuth, WorkspaceAuth } from "./Security.ts"
+
+/**
+ * Most messages accepted in one request.
+ *
+ * @since 0.1.0
+ */
+export const maxMessagesPerRequest = 100
+
+const described = <S extends Schema.Top>(schema: S, description: string) => schema.annotate({ description })
+
+/**
+ * `POST /v1/workspaces` body.
+ *
+ * @since 0.1.0
+ */
+export const CreateWorkspace = Schema.Struct({
+  name: described(Names.WorkspaceName, "1–64 characters of A–Z, a–z, 0–9, _ and -, starting with a letter or digit")
+})
+
+/**
+ * `POST …/messages` body: 1 to {@link maxMessagesPerRequest} messages.
+ *
+ * @since 0.1.0
+ */
+export const AppendMessages = Schema.Struct({
+  messages: Schema.Array(Model.NewMessage).check(Schema.isMinLength(1), Schema.isMaxLength(maxMessagesPerRequest))
+})
+
+/**
+ * `/healthz` and `/readyz` body.
+ *
+ * @since 0.1.0
+ */
+export const Status = Schema.Struct({ status: Schema.String })
+
+/**
+ * Admin: creating workspaces.
+ *
+ * @since 0.1.0
+ */
+export class AdminGroup extends HttpApiGroup.make("admin")
+  .add(
+    HttpApiEndpoint.post("createWorkspace", "/v1/workspaces", {
+      payload: CreateWorkspace,
+      success: Model.CreatedWorkspace.pipe(HttpApiSchema.status(201)),
+      error: Conflict
+    })
+  )
+  .middleware(AdminAuth)
+  .annotateMerge(OpenApi.annotations({ title: "Admin", description: "Requires the admin bearer token." }))
+{}
+
+const WorkspaceParams = { workspace: described(Names.WorkspaceName, "workspace name") }
+
+/**
+ * A workspace's routes, under its own token.
+ *
+ * @since 0.1.0
+ */
+export class WorkspaceGroup extends HttpApiGroup.make("workspace")
+  .add(
+    HttpApiEndpoint.post("appendMessages", "/v1/workspaces/:workspace/sessions/:session/messages", {
+      params: { ...WorkspaceParams, session: described(Names.SessionName, "session name") },
+      payload: AppendMessages,
+      success: Model.Appended.pipe(HttpApiSchema.status(201)),
+      error: [Forbidden, NotFound]
+    }),
+    HttpApiEndpoint.get("queueStatus", "/v1/workspaces/:workspace/queue", {
+      params: WorkspaceParams,
+      success: Model.QueueStatus,
+      error: [Forbidden, NotFound]
+    }),
+    HttpApiEndpoint.get("representation", "/v1/workspaces/:workspace/peers/:peer/representation", {
+      params: { ...WorkspaceParams, peer: described(Names.PeerName, "peer name") },
+      success: Model.Representation,
+      error: [Forbidden, NotFound]
+    })
+  )
+  .middleware(WorkspaceAuth)
+  .annotateMerge(OpenApi.annotations({ title: "Workspace", description: "Requires the workspace's bearer token." }))
+{}
+
+/**
+ * Health, readiness and metrics.
+ *
+ * @since 0.1.0
+ */
+export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
+  .add(
+    HttpApiEndpoint.get("healthz", "/healthz", { success: Status }).annotate(
+      OpenApi.Description,
+      "Liveness: the process serves HTTP. Does not touch the database."
+    ),
+    HttpApiEndpoint.get("readyz", "/readyz", { success: Status }).annotate(
+      OpenApi.Description,
+      "Readiness: one database checkout (SELECT 1); 503 with Retry-After when the database is unavailable."
+    ),
+    HttpApiEndpoint.get("metrics", "/metrics", {
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/plain; version=0.0.4" }))
+    }).annotate(OpenApi.Description, "Prometheus metrics (text exposition format).")
+  )
+{}
+
+/**
+ * The API. Every endpoint may answer 400 (request validation, naming the field), 503 (database temporarily
+ * unavailable, with Retry-After) and 500 (opaque).
+ *
+ * @since 0.1.0
+ */
+export class Api extends HttpApi.make("resilience-api")
+  .add(AdminGroup)
+  .add(WorkspaceGroup)
+  .add(SystemGroup)
+  .middleware(Validation.RequestValidation)
+  .middleware(ApiMiddleware.DatabaseErrors)
+  .annotateMerge(OpenApi.annotations({
+    title: "Resilience API",
+    version: "0.1.0",
+    description:
+      "One tenant schema's workspaces, messages, queue status and derived representations. Fails fast: a saturated database is a 503 with Retry-After, never a slow answer."
+  }))
+{}

@@ -1,0 +1,43 @@
+/**
+ * The API's own errors. Every error body is `{"detail": "…"}`; the database errors (503, 500) and the
+ * validation error (400) come from `@resilience/api-errors`.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * 401: no bearer token.
+ *
+ * @since 0.1.0
+ */
+export class Unauthorized extends Schema.Error<Unauthorized>("@resilience/api-app/Unauthorized")({
+  detail: Schema.String
+}, { httpApiStatus: 401, description: "No bearer token was given." }) {}
+
+/**
+ * 403: a bearer token that does not grant this request (another workspace's token, a wrong admin token).
+ *
+ * @since 0.1.0
+ */
+export class Forbidden extends Schema.Error<Forbidden>("@resilience/api-app/Forbidden")({
+  detail: Schema.String
+}, { httpApiStatus: 403, description: "The bearer token does not grant access to this resource." }) {}
+
+/**
+ * 404: no such workspace, or nothing derived yet for this peer.
+ *
+ * @since 0.1.0
+ */
+export class NotFound extends Schema.Error<NotFound>("@resilience/api-app/NotFound")({
+  detail: Schema.String
+}, { httpApiStatus: 404, description: "The workspace (or the peer's representation) does not exist." }) {}
+
+/**
+ * 409: a workspace with this name exists already.
+ *
+ * @since 0.1.0
+ */
+export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Conflict")({
+  detail: Schema.String
+}, { httpApiStatus: 409, description: "A workspace with this name exists already." }) {}

@@ -1,0 +1,123 @@
+/**
+ * The domain's values as `Schema`s: what a workspace's creation returns, a new message, what an append
+ * stored, a workspace's queue counts and a peer's representation. The domain's functions return these types;
+ * the API contract (`@resilience/api-contract`) uses the same schemas for its payloads and responses. Server
+ * free: import it as `@resilience/domain/Model`.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import * as Names from "./Names.ts"
+
+/**
+ * Largest message content accepted, in characters.
+ *
+ * @since 0.1.0
+ */
+export const maxContentLength = 10_000
+
+/**
+ * A created workspace and its token (shown once; only its hash is stored).
+ *
+ * @since 0.1.0
+ */
+export const CreatedWorkspace = Schema.Struct({ name: Schema.String, token: Schema.String })
+
+/**
+ * A created workspace and its token.
+ *
+ * @since 0.1.0
+ */
+export type CreatedWorkspace = typeof CreatedWorkspace.Type
+
+/**
+ * One message to store: who wrote it and its content (1 to {@link maxContentLength} characters).
+ *
+ * @since 0.1.0
+ */
+export const NewMessage = Schema.Struct({
+  peer: Names.PeerName.annotate({ description: "who wrote it: 1–128 characters of A–Z, a–z, 0–9, _, -, . and :" }),
+  content: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(maxContentLength))
+})
+
+/**
+ * One message to store.
+ *
+ * @since 0.1.0
+ */
+export type NewMessage = typeof NewMessage.Type
+
+/**
+ * What an append stored: the messages and the representation tasks enqueued for them.
+ *
+ * @since 0.1.0
+ */
+export const Appended = Schema.Struct({ stored: Schema.Int, enqueued: Schema.Int })
+
+/**
+ * What an append stored.
+ *
+ * @since 0.1.0
+ */
+export type Appended = typeof Appended.Type
+
+/**
+ * Item counts of one workspace:
+ * - `pending`: unprocessed, in a unit nobody holds;
+ * - `inProgress`: unprocessed, in a unit a deriver holds;
+ * - `processed`: done without error;
+ * - `errored`: done, marked with its handler's error.
+ *
+ * @since 0.1.0
+ */
+export const QueueStatus = Schema.Struct({
+  pending: Schema.Int,
+  inProgress: Schema.Int,
+  processed: Schema.Int,
+  errored: Schema.Int
+})
+
+/**
+ * Item counts of one workspace.
+ *
+ * @since 0.1.0
+ */
+export type QueueStatus = typeof QueueStatus.Type
+
+/**
+ * A term and how often the peer used it.
+ *
+ * @since 0.1.0
+ */
+export const TermCount = Schema.Struct({ term: Schema.String, count: Schema.Int })
+
+/**
+ * A term and how often the peer used it.
+ *
+ * @since 0.1.0
+ */
+export type TermCount = typeof TermCount.Type
+
+/**
+ * A peer's representation: message and session counts, first and last message time (ISO 8601, UTC), the most
+ * frequent terms and when the deriver last updated it.
+ *
+ * @since 0.1.0
+ */
+export const Representation = Schema.Struct({
+  workspace: Schema.String,
+  peer: Schema.String,
+  messageCount: Schema.Int,
+  sessionCount: Schema.Int,
+  firstSeen: Schema.String,
+  lastSeen: Schema.String,
+  topTerms: Schema.Array(TermCount),
+  updatedAt: Schema.String
+})
+
+/**
+ * A peer's representation.
+ *
+ * @since 0.1.0
+ */
+export type Representation = typeof Representation.Type
