@@ -4,10 +4,14 @@
  * error), bumps the heartbeat, backs off on database failures, and releases its ownership rows on shutdown.
  * Every database access is one checkout through `DbSession` (a single connection attempt).
  *
+ * The file reads top to bottom as the steps of one deriver: {@link pollStep} (stale cleanup and claim),
+ * the item steps (run the handler under a heartbeat, classify its outcome, record it), the unit steps
+ * (drain, release), the shutdown release, and {@link start}, which wires them into the loop.
+ *
  * @since 0.1.0
  */
 import { DbSession } from "@resilience/db-session"
-import type { DbError } from "@resilience/db-session"
+import type { Connection, DbError } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import { Clock, Duration, Effect, Layer, Metric, Random } from "effect"
 import type { Scope } from "effect"
@@ -46,7 +50,248 @@ export interface Deriver extends PollLoop.PollLoop {
   readonly owner: string
 }
 
+/** What every step of one deriver shares: its session, schema, owner, handlers and settings. */
+interface Context<R> {
+  readonly session: DbSession["Service"]
+  readonly schema: SchemaName.SchemaName
+  readonly owner: string
+  readonly handlers: Handlers.Handlers<R>
+  readonly config: DeriverConfig.DeriverConfig
+  /** Workers back off a failing database with the poll schedule's own settings (jittered, capped). */
+  readonly workerBackoff: PollBackoff.Settings
+}
+
+/** What became of one item: recorded (`done`), left unprocessed (`database`), or the unit was taken (`lost`). */
 type ItemResult = "done" | "database" | "lost"
+
+/** What a handler's run means for its item: mark it (with an error, or none), or leave it for later. */
+type HandlerOutcome = { readonly failed: string | undefined } | { readonly database: unknown }
+
+// ---------------------------------------------------------------------------------------------------------
+// Logging
+
+const logDatabaseFailure = (
+  schema: SchemaName.SchemaName,
+  message: string,
+  error: DbError,
+  annotations: Record<string, unknown> = {}
+) => {
+  const log = error._tag === "DatabaseUnavailable" ? Effect.logWarning : Effect.logError
+  return log(message).pipe(
+    Effect.annotateLogs({
+      schema,
+      ...annotations,
+      error: error._tag,
+      ...(error._tag === "DatabaseUnavailable" ? { reason: error.reason } : {}),
+      code: error.code ?? null,
+      detail: error.message
+    })
+  )
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Poll: one checkout, the stale cleanup when due, then the claim
+
+/** One poll on one checkout: the stale cleanup when due, then the claim of up to `limit` units. */
+const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
+  ctx.session.withConnection((connection) =>
+    Effect.gen(function*() {
+      if (cleanup) yield* cleanupStale(ctx, connection)
+      return yield* Queue.claim(connection, ctx.schema, limit, ctx.owner)
+    })
+  ).pipe(Effect.tapError((error) => logDatabaseFailure(ctx.schema, "poll failed", error)))
+
+const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>
+  Effect.gen(function*() {
+    const freed = yield* Queue.cleanupStale(connection, ctx.schema, ctx.config.staleTimeoutMillis / 1000)
+    if (freed.length > 0) {
+      yield* Metric.update(DeriverMetrics.staleUnitsReleased, freed.length)
+      yield* Effect.logWarning("released stale work units").pipe(
+        Effect.annotateLogs({ schema: ctx.schema, units: freed })
+      )
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Worker back-off
+
+/** Sleeps the jittered back-off of `state` and returns the next state. */
+const sleepAfterFailure = <R>(ctx: Context<R>, state: PollBackoff.State) =>
+  Effect.gen(function*() {
+    const u = ctx.workerBackoff.ratio === 0 ? 0 : yield* Random.next
+    yield* Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, ctx.workerBackoff, u)))
+    return PollBackoff.step(state, ctx.workerBackoff)
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Heartbeat
+
+/**
+ * Keeps a unit's ownership row fresh while one of its items is being handled, so a handler that runs
+ * longer than the stale timeout does not lose its unit to another instance: a heartbeat every third of
+ * the timeout, each one checkout; a failed beat is logged and the next one tries again at its time.
+ */
+const keepAlive = <R>(ctx: Context<R>, unit: string): Effect.Effect<never> =>
+  Effect.forever(
+    Effect.sleep(Duration.millis(ctx.config.staleTimeoutMillis / 3)).pipe(
+      Effect.andThen(
+        ctx.session.withConnection((connection) => Queue.heartbeat(connection, ctx.schema, unit, ctx.owner))
+      ),
+      Effect.catch((error) => logDatabaseFailure(ctx.schema, "could not renew the unit's ownership", error, { unit }))
+    )
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// Item: run the handler, classify its outcome, record it
+
+/**
+ * The outcome policy: runs the item's handler (under the unit's heartbeat) and says what its result means.
+ * Success marks the item; a handler failure, a defect or an unknown task type marks it with its error; a
+ * database failure leaves it unprocessed for a later attempt.
+ */
+const runHandler = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<HandlerOutcome, never, R> => {
+  const handler = Handlers.get(ctx.handlers, item.taskType)
+  if (handler === undefined) {
+    return Effect.succeed({ failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` })
+  }
+  return Effect.raceFirst(handler(item), keepAlive(ctx, item.workUnitKey)).pipe(
+    Effect.as<HandlerOutcome>({ failed: undefined }),
+    Effect.catch((error) =>
+      Effect.succeed<HandlerOutcome>(
+        Failures.isDatabaseFailure(error) ? { database: error } : { failed: Failures.describe(error) }
+      )
+    ),
+    Effect.catchDefect((defect) => Effect.succeed<HandlerOutcome>({ failed: `Defect: ${Failures.describe(defect)}` }))
+  )
+}
+
+/** Records a marked outcome (processed, or with its error) with the heartbeat in one statement. */
+const recordOutcome = <R>(ctx: Context<R>, item: Queue.Item, failed: string | undefined) =>
+  Effect.gen(function*() {
+    const completed = yield* ctx.session.withConnection((connection) =>
+      Queue.complete(connection, ctx.schema, item, ctx.owner, failed)
+    ).pipe(Effect.result)
+    if (completed._tag === "Failure") {
+      yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
+      yield* logDatabaseFailure(ctx.schema, "could not mark item; it stays unprocessed", completed.failure, {
+        item: item.id,
+        unit: item.workUnitKey
+      })
+      return "database" as const
+    }
+    if (failed === undefined) {
+      yield* Metric.update(DeriverMetrics.itemsProcessed, 1)
+    } else {
+      yield* Metric.update(DeriverMetrics.itemsFailed, 1)
+      yield* Effect.logWarning("handler failed; item marked with its error").pipe(
+        Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit: item.workUnitKey, error: failed })
+      )
+    }
+    return completed.success ? "done" as const : "lost" as const
+  })
+
+/** One item: run its handler, then record the outcome or leave the item for a later attempt. */
+const processItem = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<ItemResult, never, R> =>
+  Effect.gen(function*() {
+    const outcome = yield* runHandler(ctx, item)
+    if ("database" in outcome) {
+      yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
+      yield* Effect.logWarning("database failure in handler; item left for a later attempt").pipe(
+        Effect.annotateLogs({
+          schema: ctx.schema,
+          item: item.id,
+          unit: item.workUnitKey,
+          error: Failures.describe(outcome.database)
+        })
+      )
+      return "database" as const
+    }
+    return yield* recordOutcome(ctx, item, outcome.failed)
+  })
+
+// ---------------------------------------------------------------------------------------------------------
+// Unit: drain in id order, then release
+
+/**
+ * Drains a unit batch by batch, backing off a failing database. Returns the back-off state reached and
+ * whether the unit is still ours (false: a stale cleanup took it away, so it must not be released).
+ */
+const drainUnit = <R>(ctx: Context<R>, unit: string) =>
+  Effect.gen(function*() {
+    let failures = PollBackoff.initial(ctx.workerBackoff)
+    while (true) {
+      const batch = yield* ctx.session.withConnection((connection) =>
+        Queue.nextItems(connection, ctx.schema, unit, ctx.config.batchSize)
+      ).pipe(Effect.result)
+      if (batch._tag === "Failure") {
+        yield* logDatabaseFailure(ctx.schema, "could not read the unit's items; backing off", batch.failure, { unit })
+        failures = yield* sleepAfterFailure(ctx, failures)
+        continue
+      }
+      if (batch.success.length === 0) return { owned: true, failures }
+      for (const item of batch.success) {
+        const result = yield* processItem(ctx, item)
+        if (result === "lost") {
+          yield* Effect.logWarning("lost ownership of the unit (stale cleanup); leaving it").pipe(
+            Effect.annotateLogs({ schema: ctx.schema, unit })
+          )
+          return { owned: false, failures }
+        }
+        if (result === "database") {
+          failures = yield* sleepAfterFailure(ctx, failures)
+          break
+        }
+        failures = PollBackoff.initial(ctx.workerBackoff)
+      }
+    }
+  })
+
+/**
+ * Releases a drained unit; retried with back-off while the database is unavailable (a shutdown interrupts
+ * this and releases everything of this owner at once).
+ */
+const releaseUnit = <R>(ctx: Context<R>, unit: string, from: PollBackoff.State) =>
+  Effect.gen(function*() {
+    let failures = from
+    while (true) {
+      const released = yield* ctx.session.withConnection((connection) =>
+        Queue.release(connection, ctx.schema, [unit], ctx.owner)
+      ).pipe(Effect.result)
+      if (released._tag === "Success") return
+      yield* logDatabaseFailure(ctx.schema, "could not release the unit; backing off", released.failure, { unit })
+      failures = yield* sleepAfterFailure(ctx, failures)
+    }
+  })
+
+/** A worker's whole job for one claimed unit: drain it, release it, record how long it took. */
+const processUnit = <R>(ctx: Context<R>) => (unit: string): Effect.Effect<void, never, R> =>
+  Effect.gen(function*() {
+    const startedAt = yield* Clock.currentTimeMillis
+    const drained = yield* drainUnit(ctx, unit)
+    if (!drained.owned) return
+    yield* releaseUnit(ctx, unit, drained.failures)
+    const finishedAt = yield* Clock.currentTimeMillis
+    yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
+  }).pipe(Effect.annotateLogs({ unit }))
+
+// ---------------------------------------------------------------------------------------------------------
+// Shutdown: release every unit still held
+
+const releaseAll = <R>(ctx: Context<R>) =>
+  ctx.session.withConnection((connection) => Queue.releaseOwner(connection, ctx.schema, ctx.owner)).pipe(
+    Effect.tap((released) =>
+      released > 0
+        ? Effect.logInfo("released held work units").pipe(Effect.annotateLogs({ schema: ctx.schema, released }))
+        : Effect.void
+    ),
+    Effect.catch((error) =>
+      logDatabaseFailure(ctx.schema, "could not release held work units; the stale cleanup will free them", error)
+    ),
+    Effect.asVoid
+  )
+
+// ---------------------------------------------------------------------------------------------------------
+// Wiring
 
 /**
  * Starts a deriver in the current scope. Closing the scope (e.g. on SIGTERM) shuts it down gracefully:
@@ -56,173 +301,17 @@ type ItemResult = "done" | "database" | "lost"
  */
 export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbSession | R | Scope.Scope> =>
   Effect.gen(function*() {
-    const session = yield* DbSession
     const { config, handlers, schema } = options
-    const owner = options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`))
-    const staleSeconds = config.staleTimeoutMillis / 1000
-    // Workers back off a failing database with the poll schedule's own settings (jittered, capped).
-    const workerBackoff: PollBackoff.Settings = { ...config.backoff, enabled: true }
-
-    const logDatabaseFailure = (message: string, error: DbError, annotations: Record<string, unknown> = {}) => {
-      const log = error._tag === "DatabaseUnavailable" ? Effect.logWarning : Effect.logError
-      return log(message).pipe(
-        Effect.annotateLogs({
-          schema,
-          ...annotations,
-          error: error._tag,
-          ...(error._tag === "DatabaseUnavailable" ? { reason: error.reason } : {}),
-          code: error.code ?? null,
-          detail: error.message
-        })
-      )
+    const ctx: Context<R> = {
+      session: yield* DbSession,
+      schema,
+      handlers,
+      config,
+      owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
+      workerBackoff: { ...config.backoff, enabled: true }
     }
-
-    const poll = (limit: number, cleanup: boolean) =>
-      session.withConnection((connection) =>
-        Effect.gen(function*() {
-          if (cleanup) {
-            const freed = yield* Queue.cleanupStale(connection, schema, staleSeconds)
-            if (freed.length > 0) {
-              yield* Metric.update(DeriverMetrics.staleUnitsReleased, freed.length)
-              yield* Effect.logWarning("released stale work units").pipe(Effect.annotateLogs({ schema, units: freed }))
-            }
-          }
-          return yield* Queue.claim(connection, schema, limit, owner)
-        })
-      ).pipe(Effect.tapError((error) => logDatabaseFailure("poll failed", error)))
-
-    const sleepAfterFailure = (state: PollBackoff.State) =>
-      Effect.gen(function*() {
-        const u = workerBackoff.ratio === 0 ? 0 : yield* Random.next
-        yield* Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, workerBackoff, u)))
-        return PollBackoff.step(state, workerBackoff)
-      })
-
-    /**
-     * Keeps a unit's ownership row fresh while one of its items is being handled, so a handler that runs
-     * longer than the stale timeout does not lose its unit to another instance: a heartbeat every third of
-     * the timeout, each one checkout; a failed beat is logged and the next one tries again at its time.
-     */
-    const keepAlive = (unit: string): Effect.Effect<never> =>
-      Effect.forever(
-        Effect.sleep(Duration.millis(config.staleTimeoutMillis / 3)).pipe(
-          Effect.andThen(session.withConnection((connection) => Queue.heartbeat(connection, schema, unit, owner))),
-          Effect.catch((error) => logDatabaseFailure("could not renew the unit's ownership", error, { unit }))
-        )
-      )
-
-    const processItem = (item: Queue.Item): Effect.Effect<ItemResult, never, R> =>
-      Effect.gen(function*() {
-        const handler = Handlers.get(handlers, item.taskType)
-        const outcome: { readonly failed: string | undefined } | { readonly database: unknown } = handler === undefined
-          ? { failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` }
-          : yield* Effect.raceFirst(handler(item), keepAlive(item.workUnitKey)).pipe(
-            Effect.as({ failed: undefined }),
-            Effect.catch((error) =>
-              Effect.succeed(
-                Failures.isDatabaseFailure(error) ? { database: error } : { failed: Failures.describe(error) }
-              )
-            ),
-            Effect.catchDefect((defect) => Effect.succeed({ failed: `Defect: ${Failures.describe(defect)}` }))
-          )
-        if ("database" in outcome) {
-          yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-          yield* Effect.logWarning("database failure in handler; item left for a later attempt").pipe(
-            Effect.annotateLogs({
-              schema,
-              item: item.id,
-              unit: item.workUnitKey,
-              error: Failures.describe(outcome.database)
-            })
-          )
-          return "database" as const
-        }
-        const completed = yield* session.withConnection((connection) =>
-          Queue.complete(connection, schema, item, owner, outcome.failed)
-        ).pipe(Effect.result)
-        if (completed._tag === "Failure") {
-          yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-          yield* logDatabaseFailure("could not mark item; it stays unprocessed", completed.failure, {
-            item: item.id,
-            unit: item.workUnitKey
-          })
-          return "database" as const
-        }
-        if (outcome.failed === undefined) {
-          yield* Metric.update(DeriverMetrics.itemsProcessed, 1)
-        } else {
-          yield* Metric.update(DeriverMetrics.itemsFailed, 1)
-          yield* Effect.logWarning("handler failed; item marked with its error").pipe(
-            Effect.annotateLogs({ schema, item: item.id, unit: item.workUnitKey, error: outcome.failed })
-          )
-        }
-        return completed.success ? "done" as const : "lost" as const
-      })
-
-    const processUnit = (unit: string): Effect.Effect<void, never, R> =>
-      Effect.gen(function*() {
-        const startedAt = yield* Clock.currentTimeMillis
-        let failures = PollBackoff.initial(workerBackoff)
-        let drained = false
-        while (!drained) {
-          const batch = yield* session.withConnection((connection) =>
-            Queue.nextItems(connection, schema, unit, config.batchSize)
-          ).pipe(Effect.result)
-          if (batch._tag === "Failure") {
-            yield* logDatabaseFailure("could not read the unit's items; backing off", batch.failure, { unit })
-            failures = yield* sleepAfterFailure(failures)
-            continue
-          }
-          if (batch.success.length === 0) {
-            drained = true
-            break
-          }
-          for (const item of batch.success) {
-            const result = yield* processItem(item)
-            if (result === "lost") {
-              yield* Effect.logWarning("lost ownership of the unit (stale cleanup); leaving it").pipe(
-                Effect.annotateLogs({ schema, unit })
-              )
-              return
-            }
-            if (result === "database") {
-              failures = yield* sleepAfterFailure(failures)
-              break
-            }
-            failures = PollBackoff.initial(workerBackoff)
-          }
-        }
-        // Release the unit; retried with backoff while the database is unavailable (shutdown interrupts this
-        // and releases everything of this owner at once).
-        while (true) {
-          const released = yield* session.withConnection((connection) =>
-            Queue.release(connection, schema, [unit], owner)
-          ).pipe(Effect.result)
-          if (released._tag === "Success") break
-          yield* logDatabaseFailure("could not release the unit; backing off", released.failure, { unit })
-          failures = yield* sleepAfterFailure(failures)
-        }
-        const finishedAt = yield* Clock.currentTimeMillis
-        yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
-      }).pipe(Effect.annotateLogs({ unit }))
-
-    const releaseAll = session.withConnection((connection) => Queue.releaseOwner(connection, schema, owner)).pipe(
-      Effect.tap((released) =>
-        released > 0
-          ? Effect.logInfo("released held work units").pipe(Effect.annotateLogs({ schema, released }))
-          : Effect.void
-      ),
-      Effect.catch((error) =>
-        logDatabaseFailure(
-          "could not release held work units; the stale cleanup will free them",
-          error
-        )
-      ),
-      Effect.asVoid
-    )
-
     const loop = yield* PollLoop.start<R>(
-      { poll, process: processUnit, releaseAll },
+      { poll: pollStep(ctx), process: processUnit(ctx), releaseAll: releaseAll(ctx) },
       {
         workers: config.workers,
         backoff: config.backoff,
@@ -234,9 +323,9 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       }
     )
     yield* Effect.logInfo("deriver started").pipe(
-      Effect.annotateLogs({ schema, owner, workers: config.workers })
+      Effect.annotateLogs({ schema, owner: ctx.owner, workers: config.workers })
     )
-    return { ...loop, schema, owner }
+    return { ...loop, schema, owner: ctx.owner }
   })
 
 /**
