@@ -12,6 +12,8 @@ export const shared = (overrides: ViteUserConfig["test"] = {}): ViteUserConfig =
   defineConfig({
     resolve: { conditions },
     ssr: { resolve: { conditions, externalConditions: conditions } },
+    // The global setup runs in Vitest's own environment: it resolves sibling packages to their sources too.
+    environments: { __vitest__: { resolve: { conditions, externalConditions: conditions } } },
     test: {
       include: ["test/**/*.test.ts"],
       reporters: ["default", ["json", { outputFile: "test-results/vitest.json" }]],

@@ -10,7 +10,8 @@
  *   BENCH_CLIENTS=200 BENCH_SECONDS=5 BENCH_MAX_REQUESTS=50000 npm run bench -w @resilience/api-app
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cluster, CountingProxy } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
+import { CountingProxy } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ClosedPort, Cluster, CountingProxy, SilentListener, TestDatabase } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
+import { ClosedPort, CountingProxy, SilentListener, TestDatabase } from "@resilience/test-db"
 import { Effect } from "effect"
 import pg from "pg"
 import { adminToken, createWorkspace, type Reply, request, start, type TestServer } from "./TestServer.ts"

@@ -5,7 +5,8 @@
  *
  *   npm run bench -w @resilience/db-session
  */
-import { Cluster, CountingProxy } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
+import { CountingProxy } from "@resilience/test-db"
 import { Effect, type Layer } from "effect"
 import { performance } from "node:perf_hooks"
 import pg from "pg"

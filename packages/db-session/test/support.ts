@@ -1,5 +1,5 @@
 /** Shared fixtures for the real-server tests: one small cluster per file, an admin connection, slot holders. */
-import { Cluster } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
 import { Context, Duration, Effect, Layer, Metric, type Scope } from "effect"
 import pg from "pg"
 import type { DbConfig } from "../src/index.ts"

@@ -8,7 +8,7 @@
  * BENCH_ROWS overrides the number of processed rows (default 1,000,000).
  */
 import { DbSession } from "@resilience/db-session"
-import { Cluster } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
 import { Effect, Exit, Layer, Logger, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"

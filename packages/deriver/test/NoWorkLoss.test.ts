@@ -6,7 +6,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { Cluster } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
 import { Context, Effect, Exit, Layer, Metric, References, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"

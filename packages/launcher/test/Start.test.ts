@@ -1,6 +1,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { ApiClient, Stack } from "@resilience/launcher"
-import { Cluster, Orphans, TestDatabase } from "@resilience/test-db"
+import { Cluster, Orphans } from "@resilience/local-postgres"
+import { TestDatabase } from "@resilience/test-db"
 import { Duration, Effect, Option, Schema } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"

@@ -1,9 +1,9 @@
 /**
  * A PostgreSQL container through testcontainers, for machines that have a container engine.
  */
+import { Process } from "@resilience/local-postgres"
 import { PostgreSqlContainer } from "@testcontainers/postgresql"
 import { Effect } from "effect"
-import * as Process from "./Process.ts"
 
 /** The image the container path runs; the same major version as the embedded binaries. */
 export const image = "postgres:18-alpine"

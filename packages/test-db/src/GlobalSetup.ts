@@ -3,8 +3,8 @@
  * publishes its URL to the test workers, and stops it at the end. Also reaps servers that an earlier,
  * interrupted run left behind.
  */
+import { Orphans } from "@resilience/local-postgres"
 import { Effect, Exit, Scope } from "effect"
-import * as Orphans from "./Orphans.ts"
 import * as SharedServer from "./SharedServer.ts"
 
 /** The `globalSetup` entry: returns the teardown that stops what it started. */

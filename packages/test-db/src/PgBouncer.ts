@@ -2,13 +2,10 @@
  * A real PgBouncer (Debian's `pgbouncer` binary) in front of a test cluster, with a chosen `max_client_conn` and
  * pool size: the pooler that the saturation tests are about.
  */
+import { Cluster, Orphans, Process } from "@resilience/local-postgres"
 import { Data, Effect } from "effect"
 import { chownSync, existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import type { Cluster } from "./Cluster.ts"
-import { freePort, urlFor } from "./Cluster.ts"
-import * as Orphans from "./Orphans.ts"
-import * as Process from "./Process.ts"
 
 /** A running PgBouncer; `url` reaches the upstream's `postgres` database through it. */
 export interface PgBouncer {
@@ -20,7 +17,7 @@ export interface PgBouncer {
 
 /** How to configure the pooler. */
 export interface Options {
-  readonly upstream: Cluster
+  readonly upstream: Cluster.Cluster
   /** Client connections PgBouncer accepts before answering "no more connections allowed (max_client_conn)". */
   readonly maxClientConn: number
   /** Server connections per database/user pair. */
@@ -55,7 +52,7 @@ export const start = Effect.fnUntraced(function*(options: Options) {
   }
   const directory = Orphans.makeDirectory("pgbouncer")
   yield* Effect.addFinalizer(() => Effect.sync(() => Orphans.remove(directory)))
-  const port = yield* freePort
+  const port = yield* Cluster.freePort
   const { upstream } = options
   const ini = [
     "[databases]",
@@ -89,6 +86,6 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     host: "127.0.0.1",
     port,
     pid: child.pid ?? 0,
-    url: urlFor({ ...upstream, host: "127.0.0.1", port }, "postgres")
+    url: Cluster.urlFor({ ...upstream, host: "127.0.0.1", port }, "postgres")
   } satisfies PgBouncer
 })

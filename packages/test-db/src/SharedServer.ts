@@ -2,8 +2,8 @@
  * The one server a test run shares: the URL the Vitest global setup published, or one chosen and started now
  * (`TEST_DATABASE_URL`, else a container, else embedded PostgreSQL).
  */
+import { Cluster } from "@resilience/local-postgres"
 import { Effect } from "effect"
-import * as Cluster from "./Cluster.ts"
 import * as Container from "./Container.ts"
 import * as ServerSource from "./ServerSource.ts"
 

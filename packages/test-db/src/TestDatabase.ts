@@ -2,10 +2,10 @@
  * An isolated database for one test suite on the shared server: created fresh when the layer is built,
  * dropped (with its connections) when it is released.
  */
+import type { ServerStartFailed } from "@resilience/local-postgres"
 import { Context, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import pg from "pg"
-import type { ServerStartFailed } from "./Process.ts"
 import * as SharedServer from "./SharedServer.ts"
 
 /** The suite's own database. */

@@ -1,13 +1,12 @@
-/** Real PostgreSQL (and PgBouncer) for tests: a URL, a container, or embedded binaries from npm. */
+/**
+ * What tests need around a real PostgreSQL: the shared server's source, a database per suite, PgBouncer, the
+ * counting proxy and the network stand-ins. Running the server itself is @resilience/local-postgres.
+ */
 export * as ClosedPort from "./ClosedPort.ts"
-export * as Cluster from "./Cluster.ts"
 export * as Container from "./Container.ts"
 export * as CountingProxy from "./CountingProxy.ts"
 export * as FakeServer from "./FakeServer.ts"
-export * as Orphans from "./Orphans.ts"
 export * as PgBouncer from "./PgBouncer.ts"
-export * as Process from "./Process.ts"
-export { ServerStartFailed } from "./Process.ts"
 export * as ServerSource from "./ServerSource.ts"
 export * as SharedServer from "./SharedServer.ts"
 export * as SilentListener from "./SilentListener.ts"

