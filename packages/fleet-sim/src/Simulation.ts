@@ -4,6 +4,18 @@
  * `@resilience/deriver`'s `Scheduling` module, the code the real loop runs; only the removed connection
  * retry ({@link RetryBackoff}) is written here.
  *
+ * How to read it: {@link run} builds a `World`, schedules the start (`scheduleStart`), then repeats one step
+ * until the horizon (`runToHorizon`): the next thing that happens is either a database query finishing
+ * (`queryDone`) or a timed event (`handleEvent`), and each kind of event has a method named for it. A client
+ * (a deriver's poll or an API request) goes through these steps:
+ *
+ *   wake → beginAcquisition → startAttempt → (pooler handshake) attemptDone
+ *     → grant (a backend at once) or queue for one (assignBackends grants it later)
+ *     → queryDone → (pooler relay) relayDone → finishPoll (the deriver's scheduling) → wake …
+ *
+ * and a failed acquisition (refused, connect or queue timeout) goes through `acquisitionFailed`: the poll
+ * ends with an error, or the removed retry sleeps and attempts again.
+ *
  * The hot loop is plain TypeScript over typed arrays: an event heap, FIFO ring buffers, a processor-sharing
  * database, no allocation per event beyond the deriver's own decision objects.
  *
@@ -15,63 +27,27 @@ import { IntQueue } from "./IntQueue.ts"
 import type * as Model from "./Model.ts"
 import * as Prng from "./Prng.ts"
 import { ProcessorSharing } from "./ProcessorSharing.ts"
+import * as Recorder from "./Recorder.ts"
 import * as RetryBackoff from "./RetryBackoff.ts"
 
 /**
- * Per-second series, index = simulated second. Peaks are the maximum within the second; means are
- * time-weighted over the second; counts are events that happened in it.
+ * Per-second series, index = simulated second (see {@link Recorder.Series}).
  *
  * @since 0.1.0
  */
-export interface Series {
-  readonly activeBackends: Float64Array
-  readonly meanActiveBackends: Float64Array
-  readonly clientConnections: Float64Array
-  readonly meanClientConnections: Float64Array
-  readonly claimStarts: Float64Array
-  readonly claimsCompleted: Float64Array
-  readonly connectionAttempts: Float64Array
-  readonly rejections: Float64Array
-  readonly timeouts: Float64Array
-  readonly failedPolls: Float64Array
-}
+export type Series = Recorder.Series
 
 /**
  * @since 0.1.0
  */
-export const seriesNames: ReadonlyArray<keyof Series> = [
-  "activeBackends",
-  "meanActiveBackends",
-  "clientConnections",
-  "meanClientConnections",
-  "claimStarts",
-  "claimsCompleted",
-  "connectionAttempts",
-  "rejections",
-  "timeouts",
-  "failedPolls"
-]
+export const seriesNames: ReadonlyArray<keyof Series> = Recorder.seriesNames
 
 /**
- * Totals of a run.
+ * Totals of a run (see {@link Recorder.Totals}).
  *
  * @since 0.1.0
  */
-export interface Totals {
-  readonly polls: number
-  readonly claimStarts: number
-  readonly claimsCompleted: number
-  readonly connectionAttempts: number
-  readonly rejections: number
-  readonly timeouts: number
-  readonly failedPolls: number
-  /** Open-loop API requests: arrived, served, failed (timeout, rejection or retry budget), dropped (no slot). */
-  readonly apiRequests: number
-  readonly apiServed: number
-  readonly apiFailed: number
-  readonly apiDropped: number
-  readonly events: number
-}
+export type Totals = Recorder.Totals
 
 /**
  * The raw outcome of a run: series, totals, and the first claim start times (for small checks by hand).
@@ -114,6 +90,49 @@ export interface RunOptions {
   readonly now?: (() => number) | undefined
 }
 
+/**
+ * Runs one simulation to its horizon. Deterministic: the same parameters (seed included) give the same
+ * outcome.
+ *
+ * @since 0.1.0
+ */
+export const run = (params: Model.Params, options: RunOptions = {}): Outcome => {
+  const clock = options.now ?? (() => performance.now())
+  const wallStart = clock()
+  const world = new World(params, options.recordClaims ?? 0)
+  world.scheduleStart()
+  world.runToHorizon(progressReporter(world, clock, options.onProgress))
+  return {
+    params,
+    series: world.recorder.series,
+    totals: world.recorder.totals,
+    claimStartTimes: world.claimStartTimes,
+    wallMillis: clock() - wallStart
+  }
+}
+
+/** Calls `onProgress` at most every 500 ms of wall time (the loop asks every 65,536 events). */
+const progressReporter = (
+  world: World,
+  clock: () => number,
+  onProgress: ((progress: Progress) => void) | undefined
+): (t: number) => void => {
+  if (onProgress === undefined) return () => {}
+  let lastProgress = clock()
+  return (t) => {
+    const now = clock()
+    if (now - lastProgress < 500) return
+    lastProgress = now
+    onProgress({
+      simulatedSeconds: t / 1000,
+      horizonSeconds: world.params.horizonSeconds,
+      events: world.recorder.totals.events,
+      activeBackends: world.active,
+      clientConnections: world.clients
+    })
+  }
+}
+
 // Event kinds.
 const WAKE = 0
 const POOLER_DONE = 1
@@ -124,426 +143,412 @@ const SPIKE_START = 5
 const SPIKE_END = 6
 const API_ARRIVAL = 7
 
-// Deriver phases.
+// Client phases.
 const IDLE = 0
 const ATTEMPT = 1
 const WAITING = 2
 const CLAIM = 3
 const RETRY_SLEEP = 4
 
-// Pooler job kinds.
+// Pooler job kinds (the low bit of a job; the client is the rest).
 const JOB_ATTEMPT = 0
 const JOB_RELAY = 1
 
 /**
- * Runs one simulation to its horizon. Deterministic: the same parameters (seed included) give the same
- * outcome.
- *
- * @since 0.1.0
+ * The simulated system. Clients `0 … derivers − 1` are the derivers; the slots after them hold open-loop API
+ * requests, recycled through a free list. Per-client state lives in typed arrays indexed by client; a
+ * client's `generation` grows whenever it moves on, so a timed event tagged with an older generation is
+ * stale and ignored.
  */
-export const run = (params: Model.Params, options: RunOptions = {}): Outcome => {
-  const clock = options.now ?? (() => performance.now())
-  const wallStart = clock()
-  const n = params.derivers
-  const horizonMillis = params.horizonSeconds * 1000
-  const seconds = params.horizonSeconds
-  const settings = params.poll
-  const pooler = params.pooler
-  const ceiling = pooler.backendCeiling
-  const acquisition = params.acquisition
-  const failfast = acquisition.kind === "failfast"
-  const retry = acquisition.kind === "retry" ? acquisition.retry : RetryBackoff.reference
-  const connectTimeout = acquisition.kind === "failfast" ? acquisition.connectTimeoutMillis : Infinity
-  const workProbability = params.work.probability
-  const handlerMillis = params.work.handlerMillis
-  const recordClaims = options.recordClaims ?? 0
-  const random = Prng.make(params.seed)
-  const api = params.api
-  // Open-loop API requests live in slots after the derivers, recycled through a free list.
-  const apiSlots = api.requestsPerSecond > 0
-    ? Math.ceil(api.requestsPerSecond * (retry.budgetMillis + pooler.queueTimeoutMillis + 60_000) / 1000) + 64
-    : 0
-  const size = n + apiSlots
-  const freeApi: Array<number> = []
-  for (let k = size - 1; k >= n; k--) freeApi.push(k)
-  let apiDropped = 0
+class World {
+  readonly params: Model.Params
+  readonly recorder: Recorder.Recorder
+  readonly claimStartTimes: Array<{ deriver: number; atMillis: number }> = []
+  private readonly recordClaims: number
+  private readonly random: () => number
+  private readonly derivers: number
+  private readonly failfast: boolean
+  private readonly retry: RetryBackoff.Settings
+  private readonly connectTimeout: number
 
-  // Deriver (and API request) state.
-  const phase = new Uint8Array(size)
-  const generation = new Int32Array(size)
-  const pollStart = new Float64Array(size)
-  const retries = new Int32Array(size)
-  const current = new Float64Array(size)
-  const busyUntil = new Float64Array(size)
-  const holdsSlot = new Uint8Array(size)
+  // Per client.
+  private readonly phase: Uint8Array
+  private readonly generation: Int32Array
+  private readonly pollStart: Float64Array
+  private readonly retries: Int32Array
+  /** The deriver's current poll interval (its `PollBackoff.State`). */
+  private readonly current: Float64Array
+  /** Until when the deriver's one worker runs a claimed unit's handler. */
+  private readonly busyUntil: Float64Array
+  /** Whether the client holds one of the pooler's client slots. */
+  private readonly holdsSlot: Uint8Array
+  private readonly freeApi: Array<number> = []
 
-  // Pooler and database state.
-  const events = new EventQueue(Math.max(1024, 2 * n))
-  const poolerQueue = new IntQueue(1024)
-  const freeThreads: Array<number> = []
-  for (let k = pooler.threads - 1; k >= 0; k--) freeThreads.push(k)
-  const threadJob = new Int32Array(pooler.threads)
-  const threadTag = new Int32Array(pooler.threads)
-  const waiting = new IntQueue(1024)
-  const database = new ProcessorSharing(params.database.cores, params.database.contention)
-  let waitingCount = 0
-  let active = 0
-  let clients = 0
-  let spikeWanted = 0
-  let spikeHeld = 0
+  // The pooler: handshakes and relays queue for its threads; accepted clients queue for a backend.
+  private readonly events: EventQueue
+  private readonly poolerQueue = new IntQueue(1024)
+  private readonly freeThreads: Array<number> = []
+  private readonly threadJob: Int32Array
+  private readonly threadTag: Int32Array
+  private readonly waiting = new IntQueue(1024)
+  private waitingCount = 0
+  /** Backends in use (claims, API queries, the spike's queries). */
+  active = 0
+  /** Client connections the pooler holds. */
+  clients = 0
 
-  // Statistics.
-  const series: Series = {
-    activeBackends: new Float64Array(seconds),
-    meanActiveBackends: new Float64Array(seconds),
-    clientConnections: new Float64Array(seconds),
-    meanClientConnections: new Float64Array(seconds),
-    claimStarts: new Float64Array(seconds),
-    claimsCompleted: new Float64Array(seconds),
-    connectionAttempts: new Float64Array(seconds),
-    rejections: new Float64Array(seconds),
-    timeouts: new Float64Array(seconds),
-    failedPolls: new Float64Array(seconds)
+  // The database and the spike's load on it.
+  private readonly database: ProcessorSharing
+  private spikeWanted = 0
+  private spikeHeld = 0
+
+  constructor(params: Model.Params, recordClaims: number) {
+    this.params = params
+    this.recordClaims = recordClaims
+    this.random = Prng.make(params.seed)
+    this.recorder = new Recorder.Recorder(params.horizonSeconds)
+    const n = params.derivers
+    this.derivers = n
+    const acquisition = params.acquisition
+    this.failfast = acquisition.kind === "failfast"
+    this.retry = acquisition.kind === "retry" ? acquisition.retry : RetryBackoff.reference
+    this.connectTimeout = acquisition.kind === "failfast" ? acquisition.connectTimeoutMillis : Infinity
+
+    const apiSlots = params.api.requestsPerSecond > 0
+      ? Math.ceil(
+        params.api.requestsPerSecond * (this.retry.budgetMillis + params.pooler.queueTimeoutMillis + 60_000) / 1000
+      ) + 64
+      : 0
+    const size = n + apiSlots
+    for (let k = size - 1; k >= n; k--) this.freeApi.push(k)
+    this.phase = new Uint8Array(size)
+    this.generation = new Int32Array(size)
+    this.pollStart = new Float64Array(size)
+    this.retries = new Int32Array(size)
+    this.current = new Float64Array(size)
+    this.busyUntil = new Float64Array(size)
+    this.holdsSlot = new Uint8Array(size)
+
+    this.events = new EventQueue(Math.max(1024, 2 * n))
+    for (let k = params.pooler.threads - 1; k >= 0; k--) this.freeThreads.push(k)
+    this.threadJob = new Int32Array(params.pooler.threads)
+    this.threadTag = new Int32Array(params.pooler.threads)
+    this.database = new ProcessorSharing(params.database.cores, params.database.contention)
   }
-  let second = 0
-  let boundary = 1000
-  let lastTime = 0
-  let areaActive = 0
-  let areaClients = 0
-  let peakActive = 0
-  let peakClients = 0
-  let polls = 0
-  let claimStarts = 0
-  let claimsCompleted = 0
-  let attempts = 0
-  let rejections = 0
-  let timeouts = 0
-  let failedPolls = 0
-  let apiRequests = 0
-  let apiServed = 0
-  let apiFailed = 0
-  const claimStartTimes: Array<{ deriver: number; atMillis: number }> = []
 
-  /** Closes every whole second up to `t`, then accumulates the time-weighted areas. */
-  const tick = (t: number) => {
-    while (t >= boundary && second < seconds) {
-      areaActive += active * (boundary - lastTime)
-      areaClients += clients * (boundary - lastTime)
-      series.meanActiveBackends[second] = areaActive / 1000
-      series.meanClientConnections[second] = areaClients / 1000
-      series.activeBackends[second] = peakActive
-      series.clientConnections[second] = peakClients
-      areaActive = 0
-      areaClients = 0
-      peakActive = active
-      peakClients = clients
-      lastTime = boundary
-      boundary += 1000
-      second++
+  /** The initial conditions: each deriver's first wake-up, the first API arrival, the spike. */
+  scheduleStart(): void {
+    const params = this.params
+    const settings = params.poll
+    const initial = Scheduling.initialState(settings, params.initialInterval)
+    for (let i = 0; i < this.derivers; i++) {
+      if (params.start === "aligned") {
+        this.current[i] = initial.currentMillis
+        const u = params.startupJitterMillis > 0 ? this.random() : 0
+        this.events.push(Scheduling.startupDelay(params.startupJitterMillis, u), WAKE, i, 0)
+      } else {
+        this.current[i] = settings.enabled ? settings.maxMillis : settings.baseMillis
+        this.events.push(this.random() * this.current[i]!, WAKE, i, 0)
+      }
     }
-    if (second < seconds) {
-      areaActive += active * (t - lastTime)
-      areaClients += clients * (t - lastTime)
-      lastTime = t
+    if (params.api.requestsPerSecond > 0) this.events.push(0, API_ARRIVAL, 0, 0)
+    if (params.spike !== undefined) {
+      this.events.push(params.spike.atSeconds * 1000, SPIKE_START, 0, 0)
+      this.events.push((params.spike.atSeconds + params.spike.seconds) * 1000, SPIKE_END, 0, 0)
     }
   }
-  const countIn = (s: Float64Array) => {
-    if (second < seconds) s[second]!++
+
+  /** Processes events in time order until the horizon; `report(t)` every 65,536 events. */
+  runToHorizon(report: (t: number) => void): void {
+    const horizonMillis = this.params.horizonSeconds * 1000
+    const recorder = this.recorder
+    for (;;) {
+      const tEvent = this.events.peekTime()
+      const tDatabase = this.database.nextCompletion()
+      const t = tEvent <= tDatabase ? tEvent : tDatabase
+      if (t >= horizonMillis) break
+      recorder.tick(t, this.active, this.clients)
+      if (tDatabase < tEvent) this.queryDone(t)
+      else this.handleEvent(t)
+      recorder.observe(this.active, this.clients)
+      if ((++recorder.totals.events & 0xffff) === 0) report(t)
+    }
+    recorder.tick(horizonMillis, this.active, this.clients)
+  }
+
+  /** Pops the next timed event and hands it to the step named for its kind. */
+  private handleEvent(t: number): void {
+    const events = this.events
+    events.pop()
+    const i = events.poppedSubject
+    const tag = events.poppedTag
+    switch (events.poppedKind) {
+      case WAKE:
+        this.wake(i, t)
+        break
+      case POOLER_DONE:
+        this.poolerDone(i, t)
+        break
+      case CONNECT_TIMEOUT:
+        if (this.isCurrent(i, tag) && (this.phase[i] === ATTEMPT || this.phase[i] === WAITING)) {
+          this.acquisitionTimedOut(i, t)
+        }
+        break
+      case QUEUE_TIMEOUT:
+        if (this.isCurrent(i, tag) && this.phase[i] === WAITING) this.acquisitionTimedOut(i, t)
+        break
+      case RETRY_WAKE:
+        if (this.isCurrent(i, tag) && this.phase[i] === RETRY_SLEEP) this.startAttempt(i, t)
+        break
+      case API_ARRIVAL:
+        this.apiArrival(t)
+        break
+      case SPIKE_START:
+        this.spikeStart(t)
+        break
+      case SPIKE_END:
+        this.spikeEnd(t)
+        break
+    }
+  }
+
+  private isCurrent(i: number, tag: number): boolean {
+    return this.generation[i] === tag
+  }
+
+  // A deriver's poll.
+
+  /** A deriver wakes: it polls, unless its one worker is still busy (then a jittered base sleep). */
+  private wake(i: number, t: number): void {
+    this.recorder.totals.polls++
+    if (t < this.busyUntil[i]!) {
+      this.generation[i]!++
+      this.finishPoll(i, "busy", t)
+      return
+    }
+    this.beginAcquisition(i, t)
   }
 
   /** Ends a poll with an outcome: the deriver's own scheduling decides the next sleep and backoff. */
-  const finishPoll = (i: number, outcome: Scheduling.Outcome, t: number) => {
-    generation[i]!++
-    phase[i] = IDLE
-    const u = Scheduling.needsDraw(outcome, settings) ? random() : 0
-    const decision = Scheduling.decide(settings, { currentMillis: current[i]! }, outcome, u)
-    current[i] = decision.state.currentMillis
-    events.push(t + decision.sleepMillis, WAKE, i, 0)
+  private finishPoll(i: number, outcome: Scheduling.Outcome, t: number): void {
+    const settings = this.params.poll
+    this.generation[i]!++
+    this.phase[i] = IDLE
+    const u = Scheduling.needsDraw(outcome, settings) ? this.random() : 0
+    const decision = Scheduling.decide(settings, { currentMillis: this.current[i]! }, outcome, u)
+    this.current[i] = decision.state.currentMillis
+    this.events.push(t + decision.sleepMillis, WAKE, i, 0)
   }
 
-  const dispatchPooler = (t: number) => {
-    while (freeThreads.length > 0 && poolerQueue.shift()) {
-      const job = poolerQueue.shiftedValue
-      const tag = poolerQueue.shiftedTag
-      const i = job >> 1
-      const kind = job & 1
-      // A client that gave up before its handshake started costs the pooler nothing.
-      if (kind === JOB_ATTEMPT && (generation[i] !== tag || phase[i] !== ATTEMPT)) continue
-      const thread = freeThreads.pop()!
-      threadJob[thread] = job
-      threadTag[thread] = tag
-      const cost = kind === JOB_RELAY
-        ? pooler.relayCostMillis
-        : holdsSlot[i] === 1
-        ? pooler.connectCostMillis
-        : pooler.rejectCostMillis
-      events.push(t + cost, POOLER_DONE, thread, 0)
-    }
-  }
+  // An API request (open loop).
 
-  const startAttempt = (i: number, t: number) => {
-    phase[i] = ATTEMPT
-    // The pooler counts a client from the moment it accepts the TCP connection; beyond its limit the attempt
-    // is refused once the pooler gets to it (EMAXCONN after the startup packet).
-    if (clients < pooler.maxClientConnections) {
-      clients++
-      holdsSlot[i] = 1
-    }
-    attempts++
-    countIn(series.connectionAttempts)
-    poolerQueue.push((i << 1) | JOB_ATTEMPT, generation[i]!)
-    dispatchPooler(t)
-  }
-
-  const grant = (i: number, t: number) => {
-    phase[i] = CLAIM
-    active++
-    if (i >= n) {
-      database.add(t, i, api.queryMillis)
-      return
-    }
-    claimStarts++
-    countIn(series.claimStarts)
-    if (claimStartTimes.length < recordClaims) claimStartTimes.push({ deriver: i, atMillis: t })
-    database.add(t, i, params.database.claimMillis)
-  }
-
-  /** Hands free backends to the spike's queries first, then to waiting clients in arrival order. */
-  const assignBackends = (t: number) => {
-    while (active < ceiling) {
-      if (spikeHeld < spikeWanted) {
-        spikeHeld++
-        active++
-        database.addExternal(t, 1)
-        continue
-      }
-      if (waitingCount === 0) break
-      waiting.shift()
-      const i = waiting.shiftedValue
-      if (generation[i] !== waiting.shiftedTag || phase[i] !== WAITING) continue
-      waitingCount--
-      grant(i, t)
-    }
-  }
-
-  const acquisitionFailed = (i: number, t: number) => {
-    if (failfast || RetryBackoff.exhausted(retry, t - pollStart[i]!)) {
-      if (i >= n) {
-        apiFailed++
-        releaseApi(i)
-        return
-      }
-      failedPolls++
-      countIn(series.failedPolls)
-      finishPoll(i, "error", t)
-      return
-    }
-    retries[i]!++
-    generation[i]!++
-    phase[i] = RETRY_SLEEP
-    events.push(t + RetryBackoff.waitFrom(retry, retries[i]!, random()), RETRY_WAKE, i, generation[i]!)
-  }
-
-  const attemptDone = (i: number, tag: number, t: number) => {
-    if (generation[i] !== tag || phase[i] !== ATTEMPT) return // the client gave up meanwhile
-    if (holdsSlot[i] === 0) {
-      rejections++
-      countIn(series.rejections)
-      acquisitionFailed(i, t)
-      return
-    }
-    if (active < ceiling && waitingCount === 0 && spikeHeld >= spikeWanted) {
-      grant(i, t)
-    } else {
-      phase[i] = WAITING
-      waitingCount++
-      waiting.push(i, generation[i]!)
-      if (pooler.queueTimeoutMillis < connectTimeout) {
-        events.push(t + pooler.queueTimeoutMillis, QUEUE_TIMEOUT, i, generation[i]!)
-      }
-    }
-  }
-
-  const relayDone = (i: number, t: number) => {
-    active--
-    clients--
-    holdsSlot[i] = 0
-    if (i >= n) {
-      apiServed++
-      assignBackends(t)
-      releaseApi(i)
-      return
-    }
-    claimsCompleted++
-    countIn(series.claimsCompleted)
-    assignBackends(t)
-    if (workProbability > 0 && random() < workProbability) {
-      busyUntil[i] = t + handlerMillis
-      finishPoll(i, "claimed", t)
-    } else {
-      finishPoll(i, "empty", t)
-    }
-  }
-
-  const releaseApi = (i: number) => {
-    generation[i]!++
-    phase[i] = IDLE
-    freeApi.push(i)
-  }
-
-  /** An API request arrives (open loop): it acquires a connection with the same policy as the derivers. */
-  /** A new acquisition for client `i` (a poll or an API request): its first attempt, and the connect timeout when failing fast. */
-  const beginAcquisition = (i: number, t: number) => {
-    generation[i]!++
-    pollStart[i] = t
-    retries[i] = 0
-    if (failfast) events.push(t + connectTimeout, CONNECT_TIMEOUT, i, generation[i]!)
-    startAttempt(i, t)
-  }
-
-  const apiArrival = (t: number) => {
-    events.push(t - Math.log(1 - random()) * 1000 / api.requestsPerSecond, API_ARRIVAL, 0, 0)
-    const i = freeApi.pop()
+  /** An API request arrives: the next arrival is drawn, and the request acquires a connection like a poll. */
+  private apiArrival(t: number): void {
+    this.events.push(t - Math.log(1 - this.random()) * 1000 / this.params.api.requestsPerSecond, API_ARRIVAL, 0, 0)
+    const i = this.freeApi.pop()
     if (i === undefined) {
-      apiDropped++
+      this.recorder.totals.apiDropped++
       return
     }
-    apiRequests++
-    beginAcquisition(i, t)
+    this.recorder.totals.apiRequests++
+    this.beginAcquisition(i, t)
   }
 
-  const wake = (i: number, t: number) => {
-    polls++
-    if (t < busyUntil[i]!) {
-      // The deriver's one worker is still busy: no poll, a jittered base sleep.
-      generation[i]!++
-      finishPoll(i, "busy", t)
+  private releaseApi(i: number): void {
+    this.generation[i]!++
+    this.phase[i] = IDLE
+    this.freeApi.push(i)
+  }
+
+  // Acquiring a connection (the same policy for polls and API requests).
+
+  /** A new acquisition for client `i`: its first attempt, and the connect timeout when failing fast. */
+  private beginAcquisition(i: number, t: number): void {
+    this.generation[i]!++
+    this.pollStart[i] = t
+    this.retries[i] = 0
+    if (this.failfast) this.events.push(t + this.connectTimeout, CONNECT_TIMEOUT, i, this.generation[i]!)
+    this.startAttempt(i, t)
+  }
+
+  /**
+   * One connection attempt. The pooler counts a client from the moment it accepts the TCP connection; beyond
+   * its limit the attempt is refused once the pooler gets to it (EMAXCONN after the startup packet).
+   */
+  private startAttempt(i: number, t: number): void {
+    this.phase[i] = ATTEMPT
+    if (this.clients < this.params.pooler.maxClientConnections) {
+      this.clients++
+      this.holdsSlot[i] = 1
+    }
+    this.recorder.count("connectionAttempts")
+    this.poolerQueue.push((i << 1) | JOB_ATTEMPT, this.generation[i]!)
+    this.dispatchPooler(t)
+  }
+
+  /** The pooler finished a handshake: refused, a backend at once, or a place in the queue for one. */
+  private attemptDone(i: number, tag: number, t: number): void {
+    if (!this.isCurrent(i, tag) || this.phase[i] !== ATTEMPT) return // the client gave up meanwhile
+    if (this.holdsSlot[i] === 0) {
+      this.recorder.count("rejections")
+      this.acquisitionFailed(i, t)
       return
     }
-    beginAcquisition(i, t)
+    if (
+      this.active < this.params.pooler.backendCeiling && this.waitingCount === 0 && this.spikeHeld >= this.spikeWanted
+    ) {
+      this.grant(i, t)
+    } else {
+      this.queueForBackend(i, t)
+    }
+  }
+
+  private queueForBackend(i: number, t: number): void {
+    this.phase[i] = WAITING
+    this.waitingCount++
+    this.waiting.push(i, this.generation[i]!)
+    const queueTimeout = this.params.pooler.queueTimeoutMillis
+    if (queueTimeout < this.connectTimeout) this.events.push(t + queueTimeout, QUEUE_TIMEOUT, i, this.generation[i]!)
   }
 
   /** The connect timeout (failfast) or the pooler's queue timeout fired for a client still acquiring. */
-  const acquisitionTimedOut = (i: number, t: number) => {
-    if (phase[i] === WAITING) waitingCount--
-    if (holdsSlot[i] === 1) {
-      clients--
-      holdsSlot[i] = 0
+  private acquisitionTimedOut(i: number, t: number): void {
+    if (this.phase[i] === WAITING) this.waitingCount--
+    if (this.holdsSlot[i] === 1) {
+      this.clients--
+      this.holdsSlot[i] = 0
     }
-    timeouts++
-    countIn(series.timeouts)
-    acquisitionFailed(i, t)
+    this.recorder.count("timeouts")
+    this.acquisitionFailed(i, t)
   }
 
-  // Initial conditions.
-  const initial = Scheduling.initialState(settings, params.initialInterval)
-  for (let i = 0; i < n; i++) {
-    if (params.start === "aligned") {
-      current[i] = initial.currentMillis
-      const u = params.startupJitterMillis > 0 ? random() : 0
-      events.push(Scheduling.startupDelay(params.startupJitterMillis, u), WAKE, i, 0)
-    } else {
-      current[i] = settings.enabled ? settings.maxMillis : settings.baseMillis
-      events.push(random() * current[i]!, WAKE, i, 0)
-    }
-  }
-  if (api.requestsPerSecond > 0) events.push(0, API_ARRIVAL, 0, 0)
-  if (params.spike !== undefined) {
-    events.push(params.spike.atSeconds * 1000, SPIKE_START, 0, 0)
-    events.push((params.spike.atSeconds + params.spike.seconds) * 1000, SPIKE_END, 0, 0)
-  }
-
-  let processed = 0
-  let lastProgress = clock()
-  for (;;) {
-    const tEvent = events.peekTime()
-    const tDatabase = database.nextCompletion()
-    const t = tEvent <= tDatabase ? tEvent : tDatabase
-    if (t >= horizonMillis) break
-    tick(t)
-    if (tDatabase < tEvent) {
-      const i = database.complete(t)
-      // The result travels back through the pooler; the backend is held until the relay is done.
-      poolerQueue.push((i << 1) | JOB_RELAY, 0)
-      dispatchPooler(t)
-    } else {
-      events.pop()
-      const i = events.poppedSubject
-      const tag = events.poppedTag
-      switch (events.poppedKind) {
-        case WAKE:
-          wake(i, t)
-          break
-        case POOLER_DONE: {
-          const job = threadJob[i]!
-          const jobTag = threadTag[i]!
-          freeThreads.push(i)
-          if ((job & 1) === JOB_ATTEMPT) attemptDone(job >> 1, jobTag, t)
-          else relayDone(job >> 1, t)
-          dispatchPooler(t)
-          break
-        }
-        case CONNECT_TIMEOUT:
-          if (generation[i] === tag && (phase[i] === ATTEMPT || phase[i] === WAITING)) acquisitionTimedOut(i, t)
-          break
-        case QUEUE_TIMEOUT:
-          if (generation[i] === tag && phase[i] === WAITING) acquisitionTimedOut(i, t)
-          break
-        case RETRY_WAKE:
-          if (generation[i] === tag && phase[i] === RETRY_SLEEP) startAttempt(i, t)
-          break
-        case API_ARRIVAL:
-          apiArrival(t)
-          break
-        case SPIKE_START:
-          spikeWanted = params.spike?.backends ?? 0
-          assignBackends(t)
-          break
-        case SPIKE_END:
-          spikeWanted = 0
-          database.addExternal(t, -spikeHeld)
-          active -= spikeHeld
-          spikeHeld = 0
-          assignBackends(t)
-          break
+  /** Failing fast (or with the retry's budget spent) the poll or request fails; otherwise the retry sleeps. */
+  private acquisitionFailed(i: number, t: number): void {
+    if (this.failfast || RetryBackoff.exhausted(this.retry, t - this.pollStart[i]!)) {
+      if (i >= this.derivers) {
+        this.recorder.totals.apiFailed++
+        this.releaseApi(i)
+        return
       }
+      this.recorder.count("failedPolls")
+      this.finishPoll(i, "error", t)
+      return
     }
-    if (active > peakActive) peakActive = active
-    if (clients > peakClients) peakClients = clients
-    if ((++processed & 0xffff) === 0 && options.onProgress !== undefined) {
-      const now = clock()
-      if (now - lastProgress >= 500) {
-        lastProgress = now
-        options.onProgress({
-          simulatedSeconds: t / 1000,
-          horizonSeconds: params.horizonSeconds,
-          events: processed,
-          activeBackends: active,
-          clientConnections: clients
-        })
+    this.retries[i]!++
+    this.generation[i]!++
+    this.phase[i] = RETRY_SLEEP
+    const wait = RetryBackoff.waitFrom(this.retry, this.retries[i]!, this.random())
+    this.events.push(t + wait, RETRY_WAKE, i, this.generation[i]!)
+  }
+
+  // Backends and the database.
+
+  /** Client `i` gets a backend and its query starts: a claim for a deriver, one query for an API request. */
+  private grant(i: number, t: number): void {
+    this.phase[i] = CLAIM
+    this.active++
+    if (i >= this.derivers) {
+      this.database.add(t, i, this.params.api.queryMillis)
+      return
+    }
+    this.recorder.count("claimStarts")
+    if (this.claimStartTimes.length < this.recordClaims) this.claimStartTimes.push({ deriver: i, atMillis: t })
+    this.database.add(t, i, this.params.database.claimMillis)
+  }
+
+  /** Hands free backends to the spike's queries first, then to waiting clients in arrival order. */
+  private assignBackends(t: number): void {
+    const ceiling = this.params.pooler.backendCeiling
+    while (this.active < ceiling) {
+      if (this.spikeHeld < this.spikeWanted) {
+        this.spikeHeld++
+        this.active++
+        this.database.addExternal(t, 1)
+        continue
       }
+      if (this.waitingCount === 0) break
+      this.waiting.shift()
+      const i = this.waiting.shiftedValue
+      if (!this.isCurrent(i, this.waiting.shiftedTag) || this.phase[i] !== WAITING) continue
+      this.waitingCount--
+      this.grant(i, t)
     }
   }
-  tick(horizonMillis)
 
-  return {
-    params,
-    series,
-    totals: {
-      polls,
-      claimStarts,
-      claimsCompleted,
-      connectionAttempts: attempts,
-      rejections,
-      timeouts,
-      failedPolls,
-      apiRequests,
-      apiServed,
-      apiFailed,
-      apiDropped,
-      events: processed
-    },
-    claimStartTimes,
-    wallMillis: clock() - wallStart
+  /** A query finished; its result travels back through the pooler, and the backend is held until the relay is done. */
+  private queryDone(t: number): void {
+    const i = this.database.complete(t)
+    this.poolerQueue.push((i << 1) | JOB_RELAY, 0)
+    this.dispatchPooler(t)
+  }
+
+  /** The relay is done: the backend and the client connection are free; the poll ends with its outcome. */
+  private relayDone(i: number, t: number): void {
+    this.active--
+    this.clients--
+    this.holdsSlot[i] = 0
+    if (i >= this.derivers) {
+      this.recorder.totals.apiServed++
+      this.assignBackends(t)
+      this.releaseApi(i)
+      return
+    }
+    this.recorder.count("claimsCompleted")
+    this.assignBackends(t)
+    const work = this.params.work
+    if (work.probability > 0 && this.random() < work.probability) {
+      this.busyUntil[i] = t + work.handlerMillis
+      this.finishPoll(i, "claimed", t)
+    } else {
+      this.finishPoll(i, "empty", t)
+    }
+  }
+
+  // The pooler's threads.
+
+  /** Starts queued pooler jobs on free threads; a client that gave up before its handshake costs nothing. */
+  private dispatchPooler(t: number): void {
+    const pooler = this.params.pooler
+    while (this.freeThreads.length > 0 && this.poolerQueue.shift()) {
+      const job = this.poolerQueue.shiftedValue
+      const tag = this.poolerQueue.shiftedTag
+      const i = job >> 1
+      const kind = job & 1
+      if (kind === JOB_ATTEMPT && (!this.isCurrent(i, tag) || this.phase[i] !== ATTEMPT)) continue
+      const thread = this.freeThreads.pop()!
+      this.threadJob[thread] = job
+      this.threadTag[thread] = tag
+      const cost = kind === JOB_RELAY
+        ? pooler.relayCostMillis
+        : this.holdsSlot[i] === 1
+        ? pooler.connectCostMillis
+        : pooler.rejectCostMillis
+      this.events.push(t + cost, POOLER_DONE, thread, 0)
+    }
+  }
+
+  /** A pooler thread finished its job (a handshake or a relay) and takes the next one. */
+  private poolerDone(thread: number, t: number): void {
+    const job = this.threadJob[thread]!
+    const tag = this.threadTag[thread]!
+    this.freeThreads.push(thread)
+    if ((job & 1) === JOB_ATTEMPT) this.attemptDone(job >> 1, tag, t)
+    else this.relayDone(job >> 1, t)
+    this.dispatchPooler(t)
+  }
+
+  // The spike: another workload's long queries take backends first.
+
+  private spikeStart(t: number): void {
+    this.spikeWanted = this.params.spike?.backends ?? 0
+    this.assignBackends(t)
+  }
+
+  private spikeEnd(t: number): void {
+    this.spikeWanted = 0
+    this.database.addExternal(t, -this.spikeHeld)
+    this.active -= this.spikeHeld
+    this.spikeHeld = 0
+    this.assignBackends(t)
   }
 }
