@@ -43,8 +43,8 @@ export class UnexpectedError extends Schema.Error<UnexpectedError>("@resilience/
 }) {}
 
 /**
- * `HttpApi` middleware that answers `@resilience/db-session` errors (503 with `Retry-After` for
- * `DatabaseUnavailable`, opaque 500 otherwise) and unanswerable defects (opaque 500). The endpoints' declared
+ * `HttpApi` middleware that answers `@resilience/db-session` errors (503 with `Retry-After` for what its table
+ * calls unavailable or transient, opaque 500 otherwise) and unanswerable defects (opaque 500). The endpoints' declared
  * errors pass through to their encoders.
  *
  * @since 0.1.0

@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import { Classify } from "@resilience/db-session"
 import { Cause } from "effect"
 import * as RetryAfter from "./RetryAfter.ts"
 
@@ -22,17 +23,21 @@ export const unavailableDetail = "database temporarily unavailable"
 export const unexpectedDetail = "An unexpected error occurred"
 
 /**
- * What a failure means for the client:
+ * What a failure means for the client, read from `@resilience/db-session`'s table (`Classify`):
  * - `Unavailable`: the database is saturated, unreachable, too slow to connect or not accepting connections;
  *   come back later (503).
- * - `Misconfigured`: the server cannot reach its database as configured (bad password, unknown database);
- *   retrying cannot help (500).
- * - `Unexpected`: anything else that reached this far (500).
+ * - `Transient`: the statement failed for a reason that passes by itself (read-only after a failover, a
+ *   deadlock, a statement timeout, resource exhaustion); come back later (503). `reason` is the table's name.
+ * - `Misconfigured`: the server cannot reach or use its database as configured (bad password, unknown
+ *   database, schema not migrated); retrying cannot help (500).
+ * - `Unexpected`: anything else that reached this far, including a permanent database error that no handler
+ *   turned into a 4xx (500).
  *
  * @since 0.1.0
  */
 export type Classification =
   | { readonly kind: "Unavailable"; readonly reason: string }
+  | { readonly kind: "Transient"; readonly reason: string }
   | { readonly kind: "Misconfigured" }
   | { readonly kind: "Unexpected" }
 
@@ -47,68 +52,61 @@ export interface ErrorResponse {
   readonly body: { readonly detail: string }
 }
 
-const tagOf = (u: unknown): unknown =>
-  typeof u === "object" && u !== null && "_tag" in u ? (u as { readonly _tag: unknown })._tag : undefined
-
-const reasonOf = (u: unknown): string => {
-  const reason = typeof u === "object" && u !== null && "reason" in u
-    ? (u as { readonly reason: unknown }).reason
-    : undefined
-  return typeof reason === "string" ? reason : "Unknown"
-}
-
-/**
- * Whether a value is `@resilience/db-session`'s `DatabaseUnavailable` (matched by tag, so that it also works
- * across two copies of that package).
- *
- * @since 0.1.0
- */
-export const isDatabaseUnavailable = (
-  u: unknown
-): u is { readonly _tag: "DatabaseUnavailable"; readonly reason: string } => tagOf(u) === "DatabaseUnavailable"
-
-/**
- * Whether a value is `@resilience/db-session`'s `DatabaseMisconfigured`.
- *
- * @since 0.1.0
- */
-export const isDatabaseMisconfigured = (u: unknown): u is { readonly _tag: "DatabaseMisconfigured" } =>
-  tagOf(u) === "DatabaseMisconfigured"
-
 /**
  * Whether a value is one of `@resilience/db-session`'s errors (`DatabaseUnavailable`, `DatabaseMisconfigured`,
- * `QueryFailed`).
+ * `QueryFailed`); matched by tag, so that it also works across two copies of that package.
  *
  * @since 0.1.0
  */
-export const isDbError = (u: unknown): boolean => {
-  const tag = tagOf(u)
-  return tag === "DatabaseUnavailable" || tag === "DatabaseMisconfigured" || tag === "QueryFailed"
-}
+export const isDbError = (u: unknown): boolean => Classify.isDbError(u)
 
 /**
- * Classifies a failure: an error value, a thrown value, or an Effect `Cause` (where a `DatabaseUnavailable`
- * anywhere, failure or defect, makes the whole cause `Unavailable`).
+ * Whether the answer to a failure is a 503: the database is unavailable, or the statement failed transiently.
+ *
+ * @since 0.2.0
+ */
+export const isTemporary = (u: unknown): boolean => {
+  const { kind } = classify(u)
+  return kind === "Unavailable" || kind === "Transient"
+}
+
+const ofValue = (value: unknown): Classification | undefined => {
+  const condition = Classify.conditionOf(value)
+  switch (condition?.meaning) {
+    case "unavailable":
+      return { kind: "Unavailable", reason: condition.name }
+    case "transient":
+      return { kind: "Transient", reason: condition.name }
+    case "misconfigured":
+      return { kind: "Misconfigured" }
+    default:
+      return undefined
+  }
+}
+
+const rank = (classification: Classification | undefined): number =>
+  classification === undefined ? 0 : classification.kind === "Misconfigured" ? 1 : 2
+
+/**
+ * Classifies a failure: an error value, a thrown value, or an Effect `Cause`. In a cause, a failure or defect
+ * that means "come back later" (unavailable or transient) wins over a misconfiguration, which wins over
+ * everything else.
  *
  * @since 0.1.0
  */
 export const classify = (failure: unknown): Classification => {
-  if (Cause.isCause(failure)) {
-    let misconfigured = false
-    for (const reason of failure.reasons) {
-      const value = Cause.isFailReason(reason)
-        ? reason.error
-        : Cause.isDieReason(reason)
-        ? reason.defect
-        : undefined
-      if (isDatabaseUnavailable(value)) return { kind: "Unavailable", reason: reasonOf(value) }
-      if (isDatabaseMisconfigured(value)) misconfigured = true
-    }
-    return misconfigured ? { kind: "Misconfigured" } : { kind: "Unexpected" }
+  if (!Cause.isCause(failure)) return ofValue(failure) ?? { kind: "Unexpected" }
+  let found: Classification | undefined
+  for (const reason of failure.reasons) {
+    const value = Cause.isFailReason(reason)
+      ? reason.error
+      : Cause.isDieReason(reason)
+      ? reason.defect
+      : undefined
+    const classification = ofValue(value)
+    if (rank(classification) > rank(found)) found = classification
   }
-  if (isDatabaseUnavailable(failure)) return { kind: "Unavailable", reason: reasonOf(failure) }
-  if (isDatabaseMisconfigured(failure)) return { kind: "Misconfigured" }
-  return { kind: "Unexpected" }
+  return found ?? { kind: "Unexpected" }
 }
 
 /**
@@ -153,7 +151,7 @@ export const fromFailure = (
     readonly random?: (() => number) | undefined
   }
 ): ErrorResponse => {
-  if (classify(failure).kind !== "Unavailable") return unexpected
+  if (!isTemporary(failure)) return unexpected
   const retryAfter = options?.retryAfter ?? RetryAfter.defaultPolicy
   if (typeof retryAfter === "number") return unavailable(retryAfter)
   const random = options?.random

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { DbError } from "@resilience/db-session"
 import { Cause, Clock, Effect, Layer, Metric, Option } from "effect"
 import type * as Config from "effect/Config"
 import { HttpRouter, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "effect/http"
@@ -95,11 +96,16 @@ export const respond = (
 ): Effect.Effect<Option.Option<HttpServerResponse.HttpServerResponse>> =>
   Effect.gen(function*() {
     const classification = ErrorResponse.classify(cause)
-    if (classification.kind === "Unavailable") {
+    if (classification.kind === "Unavailable" || classification.kind === "Transient") {
       const seconds = yield* RetryAfter.draw(options?.retryAfter ?? RetryAfter.defaultPolicy)
       const request = yield* describeRequest
       yield* Effect.logDebug("database temporarily unavailable: answered 503").pipe(
-        Effect.annotateLogs({ ...request, "db.unavailable.reason": classification.reason, "retry.after": seconds })
+        Effect.annotateLogs({
+          ...request,
+          "db.unavailable.reason": classification.reason,
+          "db.condition": classification.kind,
+          "retry.after": seconds
+        })
       )
       yield* recordOnSpan({ "db.unavailable.reason": classification.reason, "http.retry_after": seconds })
       yield* Metric.update(Metric.withAttributes(responsesTotal, { status: "503", kind: classification.reason }), 1)
@@ -141,14 +147,14 @@ export const handle =
  *
  * @since 0.1.0
  */
-export type DbErrorTag = "DatabaseUnavailable" | "DatabaseMisconfigured" | "QueryFailed"
+export type DbErrorTag = DbError["_tag"]
 
 /**
  * Turns the `@resilience/db-session` errors of an effect into defects, leaving its other errors typed. Use it in
  * `HttpApi` handlers, whose error channel only admits declared errors: a database error that the handler does
  * not answer itself is not part of the endpoint's contract, and {@link respond} (through
- * `ApiMiddleware.DatabaseErrors` or {@link layerRouter}) answers the defect: 503 for `DatabaseUnavailable`,
- * opaque 500 for the rest, with the original error in the log.
+ * `ApiMiddleware.DatabaseErrors` or {@link layerRouter}) answers the defect: 503 for what db-session's table
+ * calls unavailable or transient, opaque 500 for the rest, with the original error in the log.
  *
  * @since 0.1.0
  */

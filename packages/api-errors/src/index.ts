@@ -1,5 +1,5 @@
 /**
- * Maps failures to HTTP: an unavailable database to a fast 503 with `Retry-After`, everything else to an
+ * Maps failures to HTTP: an unavailable database or a transient failure to a fast 503 with `Retry-After`, everything else to an
  * opaque 500.
  *
  * @since 0.1.0

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ErrorResponse, RetryAfter } from "@resilience/api-errors"
 import { Cause } from "effect"
-import { badPassword, connectTimeout, saturated, syntaxError } from "./fixtures.ts"
+import { badPassword, connectTimeout, readOnly, saturated, syntaxError } from "./fixtures.ts"
 
 const unavailableBody = { detail: "database temporarily unavailable" }
 const unexpectedBody = { detail: "An unexpected error occurred" }
@@ -70,5 +70,16 @@ describe("ErrorResponse.fromFailure", () => {
     assert.deepStrictEqual(ErrorResponse.classify(Cause.fail(badPassword)), { kind: "Misconfigured" })
     assert.deepStrictEqual(ErrorResponse.classify(syntaxError), { kind: "Unexpected" })
     assert.deepStrictEqual(ErrorResponse.classify(undefined), { kind: "Unexpected" })
+  })
+
+  it("a transient statement failure (read-only after a failover) is a 503, whatever else is in the cause", () => {
+    assert.deepStrictEqual(ErrorResponse.classify(readOnly), { kind: "Transient", reason: "ReadOnly" })
+    assert.strictEqual(ErrorResponse.fromFailure(readOnly).status, 503)
+    assert.strictEqual(ErrorResponse.fromFailure(Cause.die(readOnly)).headers["retry-after"], "1")
+    assert.deepStrictEqual(
+      ErrorResponse.classify(Cause.combine(Cause.fail(badPassword), Cause.die(readOnly))),
+      { kind: "Transient", reason: "ReadOnly" }
+    )
+    assert.strictEqual(ErrorResponse.fromFailure(syntaxError).status, 500)
   })
 })

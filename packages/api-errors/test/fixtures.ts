@@ -24,3 +24,9 @@ export const badPassword = new DatabaseMisconfigured({
 })
 
 export const syntaxError = new QueryFailed({ code: "42601", message: "syntax error at or near \"SELEC\"" })
+
+/** A write on a primary that a failover demoted: transient, a 503. */
+export const readOnly = new QueryFailed({
+  code: "25006",
+  message: "cannot execute INSERT in a read-only transaction"
+})

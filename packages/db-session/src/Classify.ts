@@ -1,7 +1,18 @@
 /**
- * Turns what a driver, a pooler or the operating system threw into one of the typed failures. Pure and
- * table-driven, so the same rules apply to `pg`, postgres.js and the in-process pool, and can be unit-tested
- * without a server.
+ * What a database failure means: the one table of this repository that turns what a driver, a pooler, the
+ * server or the operating system reported into one of four meanings, and the guards every other package uses
+ * to ask about a failure (the deriver's outcome policy, the API's 503s). Pure and table-driven, so the same
+ * rules apply to `pg`, postgres.js and the in-process pool, and can be unit-tested without a server.
+ *
+ * - `unavailable`: the database (or its pooler) cannot serve anyone right now; come back later.
+ * - `transient`: this statement or unit of work failed for a reason that goes away by itself (serialization
+ *   failure, deadlock, lock or statement timeout, read-only after a failover, resource exhaustion); run the
+ *   unit of work again later, nothing is wrong with it.
+ * - `permanent`: the request or the data is wrong; the same statement fails again.
+ * - `misconfigured`: the deployment is wrong (credentials, database, schema, permissions); someone has to
+ *   change a setting.
+ *
+ * @since 0.2.0
  */
 import { Predicate } from "effect"
 import {
@@ -12,70 +23,109 @@ import {
   type UnavailableReason
 } from "./Errors.ts"
 
-/** The code and message that the classifier reads from any thrown value. */
+/**
+ * The four meanings of a database failure.
+ *
+ * @since 0.2.0
+ */
+export type Meaning = "unavailable" | "transient" | "permanent" | "misconfigured"
+
+/**
+ * The code and message that the classifier reads from any thrown value.
+ *
+ * @since 0.1.0
+ */
 export interface Described {
   readonly code: string | undefined
   readonly message: string
 }
 
-/** What a failure means for the caller. */
-export type Verdict =
-  | { readonly _tag: "Unavailable"; readonly reason: UnavailableReason }
-  | { readonly _tag: "Misconfigured" }
-  | { readonly _tag: "Unknown" }
-
-/** One row of the classification table: which codes and message fragments map to which verdict. */
-export interface Rule {
-  readonly verdict: Verdict
+/**
+ * One row of the table: which codes, SQLSTATE classes and message fragments mean what, a short `name` for
+ * metrics and logs (for `unavailable` rows, the `DatabaseUnavailable` reason) and where they come from.
+ *
+ * @since 0.2.0
+ */
+export interface Row {
+  readonly meaning: Meaning
+  readonly name: string
+  /** SQLSTATEs, Node system codes or driver codes. */
   readonly codes?: ReadonlyArray<string>
+  /** SQLSTATE classes: the first two characters. */
+  readonly classes?: ReadonlyArray<string>
+  /** Message fragments, for poolers and drivers that report a condition without a code of their own. */
   readonly messages?: ReadonlyArray<RegExp>
-  /** Where the codes and messages come from, for the README table. */
+  /** Where the codes and messages are documented. */
   readonly source: string
 }
 
-const unavailable = (reason: UnavailableReason): Verdict => ({ _tag: "Unavailable", reason })
-const misconfigured: Verdict = { _tag: "Misconfigured" }
+const pgAppendix = "PostgreSQL, Appendix A (Error Codes)"
+const pgBouncer = "PgBouncer 1.18 error messages (sent as 08P01)"
+const supavisor = "Supavisor lib/supavisor/errors/*.ex (sent as XX000, message \"(CODE) …\")"
 
 /**
- * The table, first match wins. Message rules exist only where a pooler or driver reports a condition without
- * a code of its own (PgBouncer and Supavisor send generic SQLSTATEs; pg's timeouts carry no code at all).
+ * The table, first match wins: within a row a code, a class or a message matches. Message rows come before
+ * the generic codes they are sent with (PgBouncer's 08P01, Supavisor's XX000).
+ *
+ * XX000 (`internal_error`) that is not a pooler's message is `transient`: PostgreSQL raises it for conditions
+ * that "cannot happen" (a cache lookup failing under concurrent DDL, a lost file handle), which neither the
+ * request nor the deployment caused and which usually pass; recording it against an item would lose work that
+ * succeeds later, and the caller backs off rather than spins.
+ *
+ * @since 0.2.0
  */
-export const rules: ReadonlyArray<Rule> = [
+export const table: ReadonlyArray<Row> = [
+  // --- unavailable: come back later -------------------------------------------------------------------------
+  { meaning: "unavailable", name: "Saturated", codes: ["53300"], source: `${pgAppendix}: 53300 too_many_connections` },
   {
-    source: "PostgreSQL: too_many_connections",
-    verdict: unavailable("Saturated"),
-    codes: ["53300"]
+    meaning: "unavailable",
+    name: "Saturated",
+    messages: [/no more connections allowed/i, /query_wait_timeout/i],
+    source: `${pgBouncer}: max_client_conn reached, query_wait_timeout`
   },
   {
-    source: "PgBouncer: max_client_conn reached, query_wait_timeout (both 08P01)",
-    verdict: unavailable("Saturated"),
-    messages: [/no more connections allowed/i, /query_wait_timeout/i]
+    meaning: "unavailable",
+    name: "Saturated",
+    messages: [
+      /^\(EMAXCONN(SESSION)?\)/,
+      /max client(s| connections) reached/i,
+      /MaxClientsInSessionMode/,
+      /^\(ECHECKOUTTIMEOUT\)/,
+      /Pool checkout timeout/i,
+      /^\(ECIRCUITBREAKER\)/
+    ],
+    source: `${supavisor}: EMAXCONN, EMAXCONNSESSION, ECHECKOUTTIMEOUT, ECIRCUITBREAKER`
   },
   {
-    source: "Supavisor: XX000 (EMAXCONN) / (EMAXCONNSESSION), session-mode pool full",
-    verdict: unavailable("Saturated"),
-    messages: [/^\(EMAXCONN(SESSION)?\)/, /max client(s| connections) reached/i, /MaxClientsInSessionMode/]
-  },
-  {
-    source: "in-process pool: no free slot within the connect timeout",
-    verdict: unavailable("Saturated"),
+    meaning: "unavailable",
+    name: "Saturated",
     codes: ["POOL_EXHAUSTED"],
-    messages: [/timeout exceeded when trying to connect/i]
+    messages: [/timeout exceeded when trying to connect/i],
+    source: "db-session in-process pool (POOL_EXHAUSTED), pg-pool: no free slot within the connect timeout"
   },
   {
-    source: "PostgreSQL: cannot_connect_now, admin_shutdown, crash_shutdown",
-    verdict: unavailable("NotAcceptingConnections"),
-    codes: ["57P03", "57P01", "57P02"]
+    meaning: "unavailable",
+    name: "NotAcceptingConnections",
+    codes: ["57P01", "57P02", "57P03"],
+    source: `${pgAppendix}: 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now`
   },
   {
-    source: "connect timeout: postgres.js CONNECT_TIMEOUT, pg \"timeout expired\", pg-pool, TCP ETIMEDOUT",
-    verdict: unavailable("ConnectTimeout"),
+    meaning: "unavailable",
+    name: "NotAcceptingConnections",
+    messages: [/database ".*" is disabled/, /server login has been failing/i],
+    source: `${pgBouncer}: database disabled (DISABLE), server login failing`
+  },
+  {
+    meaning: "unavailable",
+    name: "ConnectTimeout",
     codes: ["CONNECT_TIMEOUT", "ETIMEDOUT"],
-    messages: [/^timeout expired$/, /connection timeout/i, /client_login_timeout/i]
+    messages: [/^timeout expired$/, /connection timeout/i, /client_login_timeout/i],
+    source:
+      "postgres.js CONNECT_TIMEOUT, pg \"timeout expired\", pg-pool, TCP ETIMEDOUT; PgBouncer client_login_timeout"
   },
   {
-    source: "network: refused, no route, unknown host, reset or closed during startup",
-    verdict: unavailable("Unreachable"),
+    meaning: "unavailable",
+    name: "Unreachable",
     codes: [
       "ECONNREFUSED",
       "EHOSTUNREACH",
@@ -89,26 +139,122 @@ export const rules: ReadonlyArray<Rule> = [
       "CONNECTION_ENDED",
       "CONNECTION_DESTROYED"
     ],
+    messages: [/^Connection terminated/, /not queryable/i],
+    source: "Node system errors; postgres.js CONNECTION_*; pg \"Connection terminated…\", \"…not queryable\""
+  },
+  {
+    meaning: "unavailable",
+    name: "Unreachable",
     messages: [
-      /^Connection terminated/,
-      /not queryable/i,
       /cannot connect to server/i,
-      /server login has been failing/i,
-      /server conn crashed/i
-    ]
+      /server conn crashed/i,
+      /^query timeout$/,
+      /^idle transaction timeout$/,
+      /^client_idle_timeout$/
+    ],
+    source:
+      `${pgBouncer}: cannot connect to server, server conn crashed?, query_timeout, idle_transaction_timeout, client_idle_timeout (the connection is closed)`
   },
   {
-    source: "authentication and catalog: 28xxx, 3D000, 3F000, 42501, 42704; PgBouncer unknown database/user",
-    verdict: misconfigured,
-    codes: ["28000", "28P01", "3D000", "3F000", "42501", "42704"],
-    messages: [/no such (database|user)/i, /SASL/, /password/i, /does not support SSL/i]
+    meaning: "unavailable",
+    name: "Unreachable",
+    messages: [/^\(EDBHANDLEREXITED\)/, /^\(EPOOLTERMINATING\)/],
+    source: `${supavisor}: EDBHANDLEREXITED, EPOOLTERMINATING`
   },
   {
-    source: "connection exception class 08 (not matched above)",
-    verdict: unavailable("Unreachable"),
-    codes: ["08000", "08001", "08003", "08004", "08006", "08007"]
+    meaning: "unavailable",
+    name: "Unreachable",
+    codes: ["25P03", "57P05"],
+    source:
+      `${pgAppendix}: 25P03 idle_in_transaction_session_timeout, 57P05 idle_session_timeout (the server closed the session)`
+  },
+  // --- misconfigured: fix the deployment (message rows before the generic classes below) ------------------
+  {
+    meaning: "misconfigured",
+    name: "Misconfigured",
+    messages: [
+      /no such (database|user)/i,
+      /unsupported startup parameter/i,
+      /^SSL required$/,
+      /^\(ENOTFOUND\)/,
+      /tenant\/user .* not found/i,
+      /Tenant or user not found/i,
+      /^SASL: /,
+      /password authentication failed/i,
+      /does not support SSL/i
+    ],
+    source:
+      `${pgBouncer}: no such database/user, unsupported startup parameter, SSL required; ${supavisor}: ENOTFOUND; pg client SASL and SSL errors`
+  },
+  {
+    meaning: "unavailable",
+    name: "Unreachable",
+    classes: ["08"],
+    source: `${pgAppendix}: class 08 connection_exception`
+  },
+  {
+    meaning: "misconfigured",
+    name: "Misconfigured",
+    codes: ["3D000", "3F000", "42501", "42704", "42P01", "42703", "42883", "57P04", "0A000", "XX001", "XX002"],
+    classes: ["28"],
+    source:
+      `${pgAppendix}: class 28 invalid_authorization_specification, 3D000 invalid_catalog_name, 3F000 invalid_schema_name, 42501 insufficient_privilege, 42704 undefined_object, 42P01 undefined_table, 42703 undefined_column, 42883 undefined_function (schema not migrated or a version skew), 57P04 database_dropped, 0A000 feature_not_supported, XX001 data_corrupted, XX002 index_corrupted`
+  },
+  // --- transient: run the unit of work again later -----------------------------------------------------------
+  {
+    meaning: "transient",
+    name: "ReadOnly",
+    codes: ["25006"],
+    source: `${pgAppendix}: 25006 read_only_sql_transaction (a standby, or a primary demoted by a failover)`
+  },
+  {
+    meaning: "transient",
+    name: "SerializationFailure",
+    codes: ["40000", "40001", "40003"],
+    source: `${pgAppendix}: 40000 transaction_rollback, 40001 serialization_failure, 40003 statement_completion_unknown`
+  },
+  { meaning: "transient", name: "Deadlock", codes: ["40P01"], source: `${pgAppendix}: 40P01 deadlock_detected` },
+  {
+    meaning: "transient",
+    name: "LockTimeout",
+    codes: ["55P03", "55006"],
+    source: `${pgAppendix}: 55P03 lock_not_available, 55006 object_in_use`
+  },
+  {
+    meaning: "transient",
+    name: "StatementTimeout",
+    codes: ["57014", "25P04", "STATEMENT_TIMEOUT"],
+    source:
+      `${pgAppendix}: 57014 query_canceled (statement_timeout, cancel request), 25P04 transaction_timeout; db-session STATEMENT_TIMEOUT (the client-side deadline)`
+  },
+  {
+    meaning: "transient",
+    name: "ResourceExhausted",
+    codes: ["53000", "53100", "53200", "53400", "58000", "58030"],
+    source:
+      `${pgAppendix}: 53000 insufficient_resources, 53100 disk_full, 53200 out_of_memory, 53400 configuration_limit_exceeded, 58000 system_error, 58030 io_error`
+  },
+  {
+    meaning: "transient",
+    name: "ServerInterrupted",
+    codes: ["57000", "72000", "XX000"],
+    source: `${pgAppendix}: 57000 operator_intervention, 72000 snapshot_too_old, XX000 internal_error (see above)`
   }
 ]
+
+const isSqlState = (code: string | undefined): code is string => code !== undefined && /^[0-9A-Z]{5}$/.test(code)
+
+/**
+ * The first row of {@link table} that matches a code and a message, if any.
+ *
+ * @since 0.2.0
+ */
+export const lookup = ({ code, message }: Described): Row | undefined =>
+  table.find((row) =>
+    (code !== undefined && row.codes?.includes(code) === true)
+    || (isSqlState(code) && row.classes?.includes(code.slice(0, 2)) === true)
+    || row.messages?.some((pattern) => pattern.test(message)) === true
+  )
 
 const stringField = (value: unknown, field: string): string | undefined => {
   if (!Predicate.isObject(value) || !Predicate.hasProperty(value, field)) return undefined
@@ -119,6 +265,8 @@ const stringField = (value: unknown, field: string): string | undefined => {
 /**
  * Reads the code and message of any thrown value. A connect to a name with several addresses fails with an
  * `AggregateError` whose members carry the codes; the first member that has one speaks for all.
+ *
+ * @since 0.1.0
  */
 export const describe = (error: unknown): Described => {
   const ownMessage = stringField(error, "message")
@@ -134,47 +282,143 @@ export const describe = (error: unknown): Described => {
   return { code: undefined, message }
 }
 
-/** The verdict for a code and a message, by the first matching rule of {@link rules}. */
-export const verdict = ({ code, message }: Described): Verdict => {
-  for (const rule of rules) {
-    if (code !== undefined && rule.codes?.includes(code)) return rule.verdict
-    if (rule.messages?.some((pattern) => pattern.test(message))) return rule.verdict
-  }
-  return { _tag: "Unknown" }
-}
-
-const isSqlState = (code: string | undefined): code is string => code !== undefined && /^[0-9A-Z]{5}$/.test(code)
+const unavailableReason = (row: Row): UnavailableReason =>
+  row.meaning === "unavailable" ? row.name as UnavailableReason : "NotAcceptingConnections"
 
 /**
- * Classifies a failure of a checkout (connecting, authenticating, waiting for a slot). An unrecognised
- * refusal that carries a SQLSTATE is `DatabaseMisconfigured` (the server said no for a reason no later
- * attempt changes); an unrecognised failure without one is a transport problem: `Unreachable`.
+ * Classifies a failure of a checkout (connecting, authenticating, waiting for a slot). `unavailable` and
+ * `transient` rows are `DatabaseUnavailable` (a transient refusal of a session is the server not accepting it
+ * now); an unrecognised refusal that carries a SQLSTATE, or a `permanent` one, is `DatabaseMisconfigured` (the
+ * server said no for a reason no later attempt changes); an unrecognised failure without one is a transport
+ * problem: `Unreachable`.
+ *
+ * @since 0.1.0
  */
 export const checkoutFailure = (error: unknown, elapsedMillis: number): CheckoutError => {
   const described = describe(error)
-  const found = verdict(described)
+  const row = lookup(described)
   const fields = { code: described.code, message: described.message, elapsedMillis }
-  switch (found._tag) {
-    case "Unavailable":
-      return new DatabaseUnavailable({ reason: found.reason, ...fields })
-    case "Misconfigured":
-      return new DatabaseMisconfigured(fields)
-    case "Unknown":
-      return isSqlState(described.code)
-        ? new DatabaseMisconfigured(fields)
-        : new DatabaseUnavailable({ reason: "Unreachable", ...fields })
+  if (row !== undefined && (row.meaning === "unavailable" || row.meaning === "transient")) {
+    return new DatabaseUnavailable({ reason: unavailableReason(row), ...fields })
   }
+  if (row === undefined && !isSqlState(described.code)) {
+    return new DatabaseUnavailable({ reason: "Unreachable", ...fields })
+  }
+  return new DatabaseMisconfigured(fields)
 }
 
 /**
  * Classifies a failure of a statement on a checked-out connection. A lost connection (terminated backend,
  * reset, pooler timeout) is `DatabaseUnavailable`; everything the server rejected as a statement is
- * `QueryFailed` with its SQLSTATE, including permission and catalog errors, which are ordinary SQL errors here.
+ * `QueryFailed` with its SQLSTATE, whose meaning {@link meaningOf} reads from the same table.
+ *
+ * @since 0.1.0
  */
 export const queryFailure = (error: unknown, elapsedMillis: number): QueryFailed | DatabaseUnavailable => {
   const described = describe(error)
-  const found = verdict(described)
-  return found._tag === "Unavailable"
-    ? new DatabaseUnavailable({ reason: found.reason, code: described.code, message: described.message, elapsedMillis })
+  const row = lookup(described)
+  return row?.meaning === "unavailable"
+    ? new DatabaseUnavailable({
+      reason: unavailableReason(row),
+      code: described.code,
+      message: described.message,
+      elapsedMillis
+    })
     : new QueryFailed({ code: described.code, message: described.message })
+}
+
+/**
+ * What a failure means and its short name, for a db-session error; `undefined` for anything else.
+ *
+ * @since 0.2.0
+ */
+export interface Condition {
+  readonly meaning: Meaning
+  readonly name: string
+}
+
+const permanent: Condition = { meaning: "permanent", name: "Permanent" }
+
+/**
+ * The {@link Condition} of a db-session error (matched by tag, so it also works across two copies of this
+ * package): `DatabaseUnavailable` is `unavailable` with its reason, `DatabaseMisconfigured` is `misconfigured`,
+ * and a `QueryFailed` means what its code (or message) means in {@link table}; a statement failure the table
+ * does not know is `permanent`. Anything that is not a db-session error is `undefined`.
+ *
+ * @since 0.2.0
+ */
+export const conditionOf = (error: unknown): Condition | undefined => {
+  if (Predicate.isTagged(error, "DatabaseUnavailable")) {
+    const reason = stringField(error, "reason")
+    return { meaning: "unavailable", name: reason ?? "Unavailable" }
+  }
+  if (Predicate.isTagged(error, "DatabaseMisconfigured")) return { meaning: "misconfigured", name: "Misconfigured" }
+  if (Predicate.isTagged(error, "QueryFailed")) {
+    const row = lookup({ code: stringField(error, "code"), message: stringField(error, "message") ?? "" })
+    return row === undefined ? permanent : { meaning: row.meaning, name: row.name }
+  }
+  return undefined
+}
+
+/**
+ * The {@link Meaning} of a db-session error; `undefined` for anything else.
+ *
+ * @since 0.2.0
+ */
+export const meaningOf = (error: unknown): Meaning | undefined => conditionOf(error)?.meaning
+
+/**
+ * Whether a value is one of db-session's errors (`DatabaseUnavailable`, `DatabaseMisconfigured`, `QueryFailed`).
+ *
+ * @since 0.2.0
+ */
+export const isDbError = (error: unknown): boolean => conditionOf(error) !== undefined
+
+/**
+ * Whether the database (or its pooler) cannot serve anyone right now.
+ *
+ * @since 0.2.0
+ */
+export const isUnavailable = (error: unknown): boolean => meaningOf(error) === "unavailable"
+
+/**
+ * Whether this statement failed for a reason that passes by itself (run the unit of work again later).
+ *
+ * @since 0.2.0
+ */
+export const isTransient = (error: unknown): boolean => meaningOf(error) === "transient"
+
+/**
+ * Whether the request or the data is wrong: the same statement fails again.
+ *
+ * @since 0.2.0
+ */
+export const isPermanent = (error: unknown): boolean => meaningOf(error) === "permanent"
+
+/**
+ * Whether the deployment is wrong (credentials, database, schema, permissions).
+ *
+ * @since 0.2.0
+ */
+export const isMisconfigured = (error: unknown): boolean => meaningOf(error) === "misconfigured"
+
+/**
+ * Whether a caller should come back later: `unavailable` or `transient` (an API answers 503).
+ *
+ * @since 0.2.0
+ */
+export const isTemporary = (error: unknown): boolean => {
+  const meaning = meaningOf(error)
+  return meaning === "unavailable" || meaning === "transient"
+}
+
+/**
+ * Whether a failure is a condition of the database rather than of the work: `unavailable`, `transient` or
+ * `misconfigured`. Work that failed this way is left pending, never recorded as failed.
+ *
+ * @since 0.2.0
+ */
+export const isDatabaseCondition = (error: unknown): boolean => {
+  const meaning = meaningOf(error)
+  return meaning !== undefined && meaning !== "permanent"
 }

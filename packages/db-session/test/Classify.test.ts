@@ -138,7 +138,144 @@ const statement: ReadonlyArray<readonly [string, unknown, Expected]> = [
   ["PgBouncer query_wait_timeout", pgError("08P01", "query_wait_timeout"), "Saturated"]
 ]
 
+/** Statement failures through `queryFailure`, then the guards: what each one means, and its name. */
+const meanings: ReadonlyArray<readonly [string, unknown, Classify.Meaning, string]> = [
+  [
+    "25006 read-only after a failover",
+    pgError("25006", "cannot execute INSERT in a read-only transaction"),
+    "transient",
+    "ReadOnly"
+  ],
+  [
+    "40001 serialization failure",
+    postgresError("40001", "could not serialize access"),
+    "transient",
+    "SerializationFailure"
+  ],
+  ["40P01 deadlock", pgError("40P01", "deadlock detected"), "transient", "Deadlock"],
+  ["55P03 lock not available", pgError("55P03", "canceling statement due to lock timeout"), "transient", "LockTimeout"],
+  [
+    "57014 statement timeout",
+    pgError("57014", "canceling statement due to statement timeout"),
+    "transient",
+    "StatementTimeout"
+  ],
+  [
+    "53100 disk full",
+    pgError("53100", "could not extend file: No space left on device"),
+    "transient",
+    "ResourceExhausted"
+  ],
+  ["53200 out of memory", postgresError("53200", "out of memory"), "transient", "ResourceExhausted"],
+  ["53400 configuration limit", pgError("53400", "too many range table entries"), "transient", "ResourceExhausted"],
+  [
+    "XX000 internal error",
+    pgError("XX000", "cache lookup failed for relation 16384"),
+    "transient",
+    "ServerInterrupted"
+  ],
+  [
+    "57P01 mid-statement",
+    pgError("57P01", "terminating connection due to administrator command"),
+    "unavailable",
+    "NotAcceptingConnections"
+  ],
+  [
+    "57P02 mid-statement",
+    pgError("57P02", "terminating connection because of crash of another server process"),
+    "unavailable",
+    "NotAcceptingConnections"
+  ],
+  [
+    "57P03 mid-statement",
+    postgresError("57P03", "the database system is in recovery mode"),
+    "unavailable",
+    "NotAcceptingConnections"
+  ],
+  ["08006 mid-statement", pgError("08006", "connection failure"), "unavailable", "Unreachable"],
+  [
+    "Supavisor EDBHANDLEREXITED",
+    pgError("XX000", "(EDBHANDLEREXITED) connection to database closed. Check logs for more information"),
+    "unavailable",
+    "Unreachable"
+  ],
+  [
+    "Supavisor ECHECKOUTTIMEOUT",
+    pgError("XX000", "(ECHECKOUTTIMEOUT) Pool checkout timeout. Request was dropped after 5000ms"),
+    "unavailable",
+    "Saturated"
+  ],
+  ["PgBouncer query_timeout", pgError("08P01", "query timeout"), "unavailable", "Unreachable"],
+  [
+    "42P01 undefined table (not migrated)",
+    pgError("42P01", "relation \"t.queue\" does not exist"),
+    "misconfigured",
+    "Misconfigured"
+  ],
+  ["42501 permission denied", pgError("42501", "permission denied for table t"), "misconfigured", "Misconfigured"],
+  [
+    "23505 unique violation",
+    pgError("23505", "duplicate key value violates unique constraint"),
+    "permanent",
+    "Permanent"
+  ],
+  ["22P05 untranslatable character", pgError("22P05", "unsupported Unicode escape sequence"), "permanent", "Permanent"],
+  ["42601 syntax error", postgresError("42601", "syntax error at or near \"selec\""), "permanent", "Permanent"],
+  ["40002 deferred constraint at commit", pgError("40002", "integrity constraint violation"), "permanent", "Permanent"],
+  ["a driver error without a code", new Error("Cannot serialize value"), "permanent", "Permanent"]
+]
+
 describe("Classify", () => {
+  describe("what a statement failure means", () => {
+    for (const [name, error, meaning, conditionName] of meanings) {
+      it(name, () => {
+        const classified = Classify.queryFailure(error, 1)
+        assert.deepStrictEqual(Classify.conditionOf(classified), { meaning, name: conditionName })
+        assert.strictEqual(Classify.isDbError(classified), true)
+        assert.strictEqual(Classify.isTemporary(classified), meaning === "unavailable" || meaning === "transient")
+        assert.strictEqual(Classify.isDatabaseCondition(classified), meaning !== "permanent")
+        assert.strictEqual(Classify.isPermanent(classified), meaning === "permanent")
+      })
+    }
+  })
+
+  it("transient conditions at checkout are the server not accepting sessions now", () => {
+    const error = Classify.checkoutFailure(pgError("53200", "out of memory"), 2)
+    assert.instanceOf(error, DatabaseUnavailable)
+    assert.strictEqual(error._tag === "DatabaseUnavailable" && error.reason, "NotAcceptingConnections")
+    assert.instanceOf(
+      Classify.checkoutFailure(pgError("22023", "invalid value for parameter"), 2),
+      DatabaseMisconfigured
+    )
+  })
+
+  it("the guards know only db-session errors, by tag", () => {
+    assert.isUndefined(Classify.conditionOf(new Error("boom")))
+    assert.isUndefined(Classify.conditionOf({ _tag: "Other" }))
+    assert.strictEqual(Classify.isDbError({ _tag: "QueryFailed", code: "40001", message: "x" }), true)
+    assert.strictEqual(Classify.isTransient({ _tag: "QueryFailed", code: "40001", message: "x" }), true)
+    assert.strictEqual(
+      Classify.isMisconfigured(new DatabaseMisconfigured({ code: "28P01", message: "x", elapsedMillis: 1 })),
+      true
+    )
+    assert.strictEqual(
+      Classify.isUnavailable(
+        new DatabaseUnavailable({ reason: "Saturated", code: "53300", message: "x", elapsedMillis: 1 })
+      ),
+      true
+    )
+  })
+
+  it("every row of the table names its source and matches something", () => {
+    for (const row of Classify.table) {
+      assert.isAbove(row.source.length, 10)
+      assert.isAbove((row.codes?.length ?? 0) + (row.classes?.length ?? 0) + (row.messages?.length ?? 0), 0)
+      if (row.meaning === "unavailable") {
+        assert.include(["Saturated", "ConnectTimeout", "Unreachable", "NotAcceptingConnections"], row.name)
+      }
+    }
+  })
+
   describe("checkout failures", () => {
     for (const [name, error, expected] of checkout) {
       it(name, () => {

@@ -11,12 +11,13 @@
  * @since 0.1.0
  */
 import { DbSession } from "@resilience/db-session"
-import type { Connection, DbError } from "@resilience/db-session"
+import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import { Clock, Duration, Effect, Layer, Metric, Random } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
+import * as ConditionLog from "./ConditionLog.ts"
 import type * as DeriverConfig from "./DeriverConfig.ts"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
 import * as Failures from "./Failures.ts"
@@ -59,6 +60,8 @@ interface Context<R> {
   readonly config: DeriverConfig.DeriverConfig
   /** Workers back off a failing database with the poll schedule's own settings (jittered, capped). */
   readonly workerBackoff: PollBackoff.Settings
+  /** Database conditions, logged once per change of state (shared by the poll and the workers). */
+  readonly conditions: ConditionLog.ConditionLog
 }
 
 /** What became of one item: recorded (`done`), left unprocessed (`database`), or the unit was taken (`lost`). */
@@ -66,28 +69,6 @@ type ItemResult = "done" | "database" | "lost"
 
 /** What a handler's run means for its item: mark it (with an error, or none), or leave it for later. */
 type HandlerOutcome = { readonly failed: string | undefined } | { readonly database: unknown }
-
-// ---------------------------------------------------------------------------------------------------------
-// Logging
-
-const logDatabaseFailure = (
-  schema: SchemaName.SchemaName,
-  message: string,
-  error: DbError,
-  annotations: Record<string, unknown> = {}
-) => {
-  const log = error._tag === "DatabaseUnavailable" ? Effect.logWarning : Effect.logError
-  return log(message).pipe(
-    Effect.annotateLogs({
-      schema,
-      ...annotations,
-      error: error._tag,
-      ...(error._tag === "DatabaseUnavailable" ? { reason: error.reason } : {}),
-      code: error.code ?? null,
-      detail: error.message
-    })
-  )
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // Poll: one checkout, the stale cleanup when due, then the claim
@@ -99,7 +80,10 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
       if (cleanup) yield* cleanupStale(ctx, connection)
       return yield* Queue.claim(connection, ctx.schema, limit, ctx.owner)
     })
-  ).pipe(Effect.tapError((error) => logDatabaseFailure(ctx.schema, "poll failed", error)))
+  ).pipe(
+    Effect.tap(() => ctx.conditions.recovered),
+    Effect.tapError((error) => ctx.conditions.report("poll failed", error))
+  )
 
 const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>
   Effect.gen(function*() {
@@ -137,7 +121,7 @@ const keepAlive = <R>(ctx: Context<R>, unit: string): Effect.Effect<never> =>
       Effect.andThen(
         ctx.session.withConnection((connection) => Queue.heartbeat(connection, ctx.schema, unit, ctx.owner))
       ),
-      Effect.catch((error) => logDatabaseFailure(ctx.schema, "could not renew the unit's ownership", error, { unit }))
+      Effect.catch((error) => ctx.conditions.report("could not renew the unit's ownership", error, { unit }))
     )
   )
 
@@ -147,7 +131,8 @@ const keepAlive = <R>(ctx: Context<R>, unit: string): Effect.Effect<never> =>
 /**
  * The outcome policy: runs the item's handler (under the unit's heartbeat) and says what its result means.
  * Success marks the item; a handler failure, a defect or an unknown task type marks it with its error; a
- * database failure leaves it unprocessed for a later attempt.
+ * database condition (db-session's table: unavailable, transient or misconfigured; as a failure or a defect)
+ * leaves it unprocessed for a later attempt.
  */
 const runHandler = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<HandlerOutcome, never, R> => {
   const handler = Handlers.get(ctx.handlers, item.taskType)
@@ -161,7 +146,11 @@ const runHandler = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<Handler
         Failures.isDatabaseFailure(error) ? { database: error } : { failed: Failures.describe(error) }
       )
     ),
-    Effect.catchDefect((defect) => Effect.succeed<HandlerOutcome>({ failed: `Defect: ${Failures.describe(defect)}` }))
+    Effect.catchDefect((defect) =>
+      Effect.succeed<HandlerOutcome>(
+        Failures.isDatabaseFailure(defect) ? { database: defect } : { failed: `Defect: ${Failures.describe(defect)}` }
+      )
+    )
   )
 }
 
@@ -173,7 +162,7 @@ const recordOutcome = <R>(ctx: Context<R>, item: Queue.Item, failed: string | un
     ).pipe(Effect.result)
     if (completed._tag === "Failure") {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-      yield* logDatabaseFailure(ctx.schema, "could not mark item; it stays unprocessed", completed.failure, {
+      yield* ctx.conditions.report("could not mark item; it stays unprocessed", completed.failure, {
         item: item.id,
         unit: item.workUnitKey
       })
@@ -196,14 +185,10 @@ const processItem = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<ItemRe
     const outcome = yield* runHandler(ctx, item)
     if ("database" in outcome) {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-      yield* Effect.logWarning("database failure in handler; item left for a later attempt").pipe(
-        Effect.annotateLogs({
-          schema: ctx.schema,
-          item: item.id,
-          unit: item.workUnitKey,
-          error: Failures.describe(outcome.database)
-        })
-      )
+      yield* ctx.conditions.report("database failure in handler; item left for a later attempt", outcome.database, {
+        item: item.id,
+        unit: item.workUnitKey
+      })
       return "database" as const
     }
     return yield* recordOutcome(ctx, item, outcome.failed)
@@ -224,7 +209,7 @@ const drainUnit = <R>(ctx: Context<R>, unit: string) =>
         Queue.nextItems(connection, ctx.schema, unit, ctx.config.batchSize)
       ).pipe(Effect.result)
       if (batch._tag === "Failure") {
-        yield* logDatabaseFailure(ctx.schema, "could not read the unit's items; backing off", batch.failure, { unit })
+        yield* ctx.conditions.report("could not read the unit's items; backing off", batch.failure, { unit })
         failures = yield* sleepAfterFailure(ctx, failures)
         continue
       }
@@ -258,7 +243,7 @@ const releaseUnit = <R>(ctx: Context<R>, unit: string, from: PollBackoff.State) 
         Queue.release(connection, ctx.schema, [unit], ctx.owner)
       ).pipe(Effect.result)
       if (released._tag === "Success") return
-      yield* logDatabaseFailure(ctx.schema, "could not release the unit; backing off", released.failure, { unit })
+      yield* ctx.conditions.report("could not release the unit; backing off", released.failure, { unit })
       failures = yield* sleepAfterFailure(ctx, failures)
     }
   })
@@ -285,7 +270,7 @@ const releaseAll = <R>(ctx: Context<R>) =>
         : Effect.void
     ),
     Effect.catch((error) =>
-      logDatabaseFailure(ctx.schema, "could not release held work units; the stale cleanup will free them", error)
+      ctx.conditions.report("could not release held work units; the stale cleanup will free them", error)
     ),
     Effect.asVoid
   )
@@ -308,7 +293,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       handlers,
       config,
       owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
-      workerBackoff: { ...config.backoff, enabled: true }
+      workerBackoff: { ...config.backoff, enabled: true },
+      conditions: yield* ConditionLog.make(schema)
     }
     const loop = yield* PollLoop.start<R>(
       { poll: pollStep(ctx), process: processUnit(ctx), releaseAll: releaseAll(ctx) },

@@ -4,32 +4,18 @@
  *
  * @since 0.1.0
  */
+import { Classify } from "@resilience/db-session"
 import { Predicate } from "effect"
 
 /**
- * SQLSTATEs of statements that failed for a transient reason on a live connection: serialization failure,
- * deadlock, lock not available, statement cancelled, and the whole class 08 (connection exceptions).
+ * Whether a failure means "the database, not the item": anything `@resilience/db-session`'s table calls
+ * unavailable, transient or misconfigured (`Classify.isDatabaseCondition`). Such an item stays unprocessed and
+ * the worker backs off; only a permanent database error (the handler's data is wrong) or a failure of the
+ * handler's own is recorded as the item's error.
  *
  * @since 0.1.0
  */
-export const transientSqlStates: ReadonlySet<string> = new Set(["40001", "40P01", "55P03", "57014"])
-
-/**
- * Whether a failure means "the database, not the item": `DatabaseUnavailable`, `DatabaseMisconfigured`, or a
- * `QueryFailed` with a transient SQLSTATE. Such an item stays unprocessed and the worker backs off.
- *
- * @since 0.1.0
- */
-export const isDatabaseFailure = (error: unknown): boolean => {
-  if (Predicate.isTagged(error, "DatabaseUnavailable") || Predicate.isTagged(error, "DatabaseMisconfigured")) {
-    return true
-  }
-  if (Predicate.isTagged(error, "QueryFailed") && Predicate.hasProperty(error, "code")) {
-    const code = error.code
-    return typeof code === "string" && (transientSqlStates.has(code) || code.startsWith("08"))
-  }
-  return false
-}
+export const isDatabaseFailure = (error: unknown): boolean => Classify.isDatabaseCondition(error)
 
 const maxLength = 2000
 

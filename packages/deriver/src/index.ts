@@ -6,6 +6,13 @@
  */
 
 /**
+ * The database condition, logged once per change of state.
+ *
+ * @since 0.2.0
+ */
+export * as ConditionLog from "./ConditionLog.ts"
+
+/**
  * The deriver: the poll loop over one tenant schema's queue.
  *
  * @since 0.1.0

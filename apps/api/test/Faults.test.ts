@@ -1,0 +1,57 @@
+/**
+ * The API under the faults a managed PostgreSQL really has: the database turns read-only (as right after a
+ * failover, every write fails with 25006). Writes answer 503 with Retry-After while it lasts, reads keep
+ * working, and writes succeed again afterwards.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { TestDatabase } from "@resilience/test-db"
+import { Effect } from "effect"
+import pg from "pg"
+import { createWorkspace, request, start } from "./TestServer.ts"
+
+/** Sets the suite database's default for new sessions, from a session that opts out of read-only first. */
+const setReadOnly = (url: string, database: string, on: boolean) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    await client.query("SET default_transaction_read_only = off")
+    await client.query(`ALTER DATABASE ${database} SET default_transaction_read_only = ${on}`)
+    await client.end()
+  })
+
+describe("apps/api under database faults", () => {
+  it.layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("read-only after a failover: POST messages is a 503 with Retry-After, reads work, then it recovers", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const api = yield* start({ url: db.url, schema: "read_only" })
+        const token = yield* createWorkspace(api, "acme")
+        const post = (content: string) =>
+          request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
+            token,
+            body: { messages: [{ peer: "alice", content }] }
+          })
+        assert.strictEqual((yield* post("before")).status, 201)
+
+        yield* setReadOnly(db.url, db.database, true)
+        const during = yield* Effect.forEach([1, 2, 3], (i) => post(`during ${i}`))
+        const queue = yield* request(api, "GET", "/v1/workspaces/acme/queue", { token })
+        yield* setReadOnly(db.url, db.database, false)
+        const after = yield* post("after")
+
+        for (const reply of during) {
+          assert.strictEqual(reply.status, 503, reply.text)
+          assert.strictEqual(reply.headers.get("retry-after"), "1")
+          assert.deepStrictEqual(reply.json, { detail: "database temporarily unavailable" })
+        }
+        assert.strictEqual(queue.status, 200, queue.text)
+        assert.strictEqual(after.status, 201, after.text)
+        assert.isFalse(api.logs.some((line) => line.level === "Error"), JSON.stringify(api.logs))
+        console.log(
+          `[figures] API read-only: statuses during=${
+            during.map((r) => r.status).join(",")
+          } queue=${queue.status} after=${after.status}`
+        )
+      }))
+  })
+})
