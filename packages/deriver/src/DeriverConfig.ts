@@ -7,6 +7,7 @@
 import { InvalidParameter, Parameters } from "@resilience/jitter"
 import type { PollBackoff } from "@resilience/jitter"
 import { Config, ConfigProvider, Effect } from "effect"
+import type * as Overload from "./Overload.ts"
 import type * as Scheduling from "./Scheduling.ts"
 
 /**
@@ -31,6 +32,11 @@ export interface DeriverConfig {
   readonly shutdownGraceMillis: number
   /** Items fetched per round trip while draining a unit (`DERIVER_BATCH_SIZE`). */
   readonly batchSize: number
+  /**
+   * Overload-aware polling (`DERIVER_OVERLOAD_*`; the multiplier is the backoff's). Without an overload
+   * signal it changes nothing.
+   */
+  readonly overload: Overload.Settings
 }
 
 /**
@@ -54,6 +60,10 @@ export interface Input {
   readonly staleWorkUnitCleanupIntervalSeconds?: number | undefined
   readonly shutdownGraceSeconds?: number | undefined
   readonly batchSize?: number | undefined
+  readonly overloadSlowPollSeconds?: number | undefined
+  /** Default: ten times the max interval. */
+  readonly overloadMaxIntervalSeconds?: number | undefined
+  readonly overloadRecoveryFactor?: number | undefined
 }
 
 /**
@@ -73,7 +83,10 @@ export const variables = {
   staleSessionTimeoutMinutes: "DERIVER_STALE_SESSION_TIMEOUT_MINUTES",
   staleWorkUnitCleanupIntervalSeconds: "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
   shutdownGraceSeconds: "DERIVER_SHUTDOWN_GRACE_SECONDS",
-  batchSize: "DERIVER_BATCH_SIZE"
+  batchSize: "DERIVER_BATCH_SIZE",
+  overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
+  overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
+  overloadRecoveryFactor: "DERIVER_OVERLOAD_RECOVERY_FACTOR"
 } as const satisfies Record<keyof Input, string>
 
 /**
@@ -92,7 +105,9 @@ export const defaults = {
   staleSessionTimeoutMinutes: 5,
   staleWorkUnitCleanupIntervalSeconds: 60,
   shutdownGraceSeconds: 10,
-  batchSize: 20
+  batchSize: 20,
+  overloadSlowPollSeconds: 2,
+  overloadRecoveryFactor: 1.5
 } as const
 
 /**
@@ -169,6 +184,24 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       ? grace * 1000
       : yield* Effect.fail(invalid(variables.shutdownGraceSeconds, grace, "a finite number of seconds >= 0"))
     const batchSize = yield* integerAtLeast(input.batchSize ?? defaults.batchSize, 1, variables.batchSize)
+    const slowPollMillis = yield* positiveSeconds(
+      input.overloadSlowPollSeconds ?? defaults.overloadSlowPollSeconds,
+      variables.overloadSlowPollSeconds
+    )
+    const overloadMax = input.overloadMaxIntervalSeconds ?? max * 10
+    const overloadMaxMillis = Number.isFinite(overloadMax) && overloadMax * 1000 >= maxMillis
+      ? overloadMax * 1000
+      : yield* Effect.fail(
+        invalid(
+          variables.overloadMaxIntervalSeconds,
+          overloadMax,
+          `a finite number of seconds >= ${variables.pollingSleepMaxIntervalSeconds} (${max})`
+        )
+      )
+    const recovery = input.overloadRecoveryFactor ?? defaults.overloadRecoveryFactor
+    const recoveryFactor = Number.isFinite(recovery) && recovery > 1
+      ? recovery
+      : yield* Effect.fail(invalid(variables.overloadRecoveryFactor, recovery, "a finite number > 1"))
     const backoff: PollBackoff.Settings = {
       baseMillis,
       multiplier,
@@ -184,7 +217,8 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       staleTimeoutMillis,
       cleanupIntervalMillis,
       shutdownGraceMillis,
-      batchSize
+      batchSize,
+      overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryFactor }
     }
   })
 
@@ -208,7 +242,10 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   staleSessionTimeoutMinutes: optionalNumber(variables.staleSessionTimeoutMinutes),
   staleWorkUnitCleanupIntervalSeconds: optionalNumber(variables.staleWorkUnitCleanupIntervalSeconds),
   shutdownGraceSeconds: optionalNumber(variables.shutdownGraceSeconds),
-  batchSize: optionalNumber(variables.batchSize)
+  batchSize: optionalNumber(variables.batchSize),
+  overloadSlowPollSeconds: optionalNumber(variables.overloadSlowPollSeconds),
+  overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
+  overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor)
 }).pipe(
   Config.mapEffect((options) => {
     const input: Record<string, unknown> = {}

@@ -55,6 +55,14 @@ export * as Handlers from "./Handlers.ts"
 export * as Migrator from "./Migrator.ts"
 
 /**
+ * Overload-aware polling: signals, the interval floor and its recovery (pure; shared with the fleet
+ * simulator).
+ *
+ * @since 0.2.0
+ */
+export * as Overload from "./Overload.ts"
+
+/**
  * The polling loop, independent of SQL.
  *
  * @since 0.1.0

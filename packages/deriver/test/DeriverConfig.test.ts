@@ -19,7 +19,8 @@ describe("DeriverConfig", () => {
         staleTimeoutMillis: 300_000,
         cleanupIntervalMillis: 60_000,
         shutdownGraceMillis: 10_000,
-        batchSize: 20
+        batchSize: 20,
+        overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryFactor: 1.5 }
       })
       const custom = yield* read({
         DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "10",
@@ -54,7 +55,14 @@ describe("DeriverConfig", () => {
     ],
     [{ DERIVER_WORKERS: "many" }, "DERIVER_WORKERS", ""],
     [{ DERIVER_POLLING_BACKOFF_ENABLED: "maybe" }, "DERIVER_POLLING_BACKOFF_ENABLED", ""],
-    [{ DERIVER_POLLING_INITIAL_INTERVAL: "middle" }, "DERIVER_POLLING_INITIAL_INTERVAL", "base or max"]
+    [{ DERIVER_POLLING_INITIAL_INTERVAL: "middle" }, "DERIVER_POLLING_INITIAL_INTERVAL", "base or max"],
+    [{ DERIVER_OVERLOAD_SLOW_POLL_SECONDS: "0" }, "DERIVER_OVERLOAD_SLOW_POLL_SECONDS", "> 0"],
+    [
+      { DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS: "20" },
+      "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
+      ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"
+    ],
+    [{ DERIVER_OVERLOAD_RECOVERY_FACTOR: "1" }, "DERIVER_OVERLOAD_RECOVERY_FACTOR", "> 1"]
   ]
   for (const [env, variable, allowed] of invalid) {
     it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>
