@@ -25,6 +25,8 @@ export interface Options {
   /** Seconds a client may wait for a server connection before "query_wait_timeout" (PgBouncer default 120). */
   readonly queryWaitTimeout?: number
   readonly poolMode?: "session" | "transaction"
+  /** Further `[pgbouncer]` settings (e.g. `admin_users` for the admin console); they override the ones above. */
+  readonly settings?: Readonly<Record<string, string | number>>
 }
 
 /** The pgbouncer binary is not installed here. */
@@ -70,7 +72,8 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     `query_wait_timeout = ${options.queryWaitTimeout ?? 120}`,
     "ignore_startup_parameters = extra_float_digits,options,statement_timeout",
     "log_connections = 0",
-    "log_disconnections = 0"
+    "log_disconnections = 0",
+    ...Object.entries(options.settings ?? {}).map(([key, value]) => `${key} = ${value}`)
   ].join("\n")
   writeFileSync(join(directory, "pgbouncer.ini"), `${ini}\n`)
   writeFileSync(join(directory, "userlist.txt"), `"${upstream.user}" "${upstream.password}"\n`)

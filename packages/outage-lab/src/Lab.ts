@@ -1,0 +1,173 @@
+/**
+ * One lab run: start the real parts, create the fleet's schemas, then at t = 0 start the sampler, the fleet
+ * and the API traffic; fire the trigger at `trigger-at`; stop everything at the horizon (the run is also cut
+ * off by a hard deadline a minute later, whatever happens), and tear the parts down. The result has the
+ * per-second series and the simulator's summary of them, plus what only the lab measures.
+ */
+import type { DbError } from "@resilience/db-session"
+import { type Simulation, Summary } from "@resilience/fleet-sim"
+import type { InvalidParameter } from "@resilience/jitter"
+import type { ServerStartFailed } from "@resilience/local-postgres"
+import type { PgBouncer } from "@resilience/test-db"
+import { Clock, Duration, Effect, Exit, Fiber, Scope } from "effect"
+import * as Counters from "./Counters.ts"
+import * as Fleet from "./Fleet.ts"
+import * as LabSeries from "./LabSeries.ts"
+import * as Pooler from "./Pooler.ts"
+import * as Sampler from "./Sampler.ts"
+import { type Settings, triggerEndSeconds } from "./Settings.ts"
+import * as SimParams from "./SimParams.ts"
+import * as Traffic from "./Traffic.ts"
+
+/** The figures only the lab has, beside the simulator's summary. */
+export interface LabFigures {
+  /** Seconds in which clients reached `max_client_conn` or someone was refused at it. */
+  readonly secondsAtClientLimit: number
+  /** Peak clients waiting for a server connection. */
+  readonly peakClientsWaiting: number
+  readonly apiArrived: number
+  readonly apiServed: number
+  readonly apiFailed: number
+  /** Failures by `role:phase:kind`. */
+  readonly failures: Readonly<Record<string, number>>
+  /** PgBouncer CPU seconds over the run. */
+  readonly poolerCpuSeconds: number
+  /** Samples per second actually achieved (nominal 10). */
+  readonly sampleRate: number
+}
+
+/** A finished run. */
+export interface Result {
+  readonly settings: Settings
+  /** The processes the run started; all gone when it returns. */
+  readonly pids: { readonly postgres: number; readonly pgbouncer: number }
+  readonly series: Simulation.Series
+  readonly extra: LabSeries.Extra
+  readonly summary: Summary.Summary
+  readonly lab: LabFigures
+}
+
+/** Seconds past the horizon after which a run is cut off even if its teardown hangs. */
+export const hardDeadlineSeconds = 60
+
+/** Runs the lab once. `log` gets progress lines. */
+export const run = (
+  settings: Settings,
+  log: (line: string) => Effect.Effect<void> = () => Effect.void
+): Effect.Effect<
+  Result,
+  Error | ServerStartFailed | PgBouncer.PgBouncerUnavailable | DbError | InvalidParameter.InvalidParameter
+> =>
+  Effect.scoped(Effect.gen(function*() {
+    const parts = yield* Pooler.start(settings)
+    const pids = { postgres: parts.cluster.pid, pgbouncer: parts.bouncer.pid }
+    yield* log(
+      `PostgreSQL ${parts.cluster.port} (max_connections ${settings.maxConnections}), PgBouncer ${parts.bouncer.port} ` +
+        `(transaction mode, max_client_conn ${settings.maxClientConn}, default_pool_size ${settings.poolSize}, ` +
+        `auth ${settings.auth}); creating ${settings.derivers} schemas…`
+    )
+    yield* Fleet.prepare(parts.cluster.url, settings.derivers)
+    const admin = yield* Pooler.client(parts.adminUrl, "lab-admin")
+    const direct = yield* Pooler.client(parts.cluster.url, "lab-sampler")
+    const counters = Counters.make()
+    const samples: Array<Sampler.Sample> = []
+    const startedAtMillis = yield* Clock.currentTimeMillis
+    const scope = yield* Effect.scope
+    const sampler = yield* Effect.forkIn(
+      Sampler.run({
+        admin,
+        direct,
+        poolerPid: pids.pgbouncer,
+        counters,
+        startedAtMillis,
+        periodMillis: 100,
+        into: samples
+      }),
+      scope
+    )
+    yield* log(`t=0: ${settings.derivers} derivers (${settings.policy}) and ${settings.apiRps} API requests/s start`)
+    const fleetScope = yield* Scope.fork(scope)
+    const fleet = yield* Fleet.start(settings, parts.url, counters).pipe(Scope.provide(fleetScope))
+    const traffic = yield* Effect.forkIn(Traffic.run(settings, parts.url, counters), scope)
+    const sleepUntil = (second: number) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => Effect.sleep(Duration.millis(Math.max(0, startedAtMillis + second * 1000 - now)))
+      )
+    yield* sleepUntil(settings.triggerAtSeconds)
+    if (settings.trigger === "stall") {
+      yield* log(
+        `t=${settings.triggerAtSeconds}: stall: ${settings.poolSize} statements hold every pooled backend for ${settings.stallSeconds} s`
+      )
+      yield* Effect.forkIn(
+        Effect.forEach(
+          Array.from({ length: settings.poolSize }),
+          () =>
+            Effect.scoped(Effect.flatMap(Pooler.client(parts.url, "lab-stall"), (c) =>
+              Effect.promise(() =>
+                c.query(`SELECT pg_sleep(${settings.stallSeconds})`).catch(() => undefined)
+              ))),
+          { concurrency: "unbounded", discard: true }
+        ).pipe(Effect.ignore),
+        scope
+      )
+    } else {
+      yield* log(`t=${settings.triggerAtSeconds}: mass restart of ${settings.derivers} derivers`)
+      yield* fleet.restart
+    }
+    yield* sleepUntil(triggerEndSeconds(settings))
+    yield* log(`t=${triggerEndSeconds(settings)}: trigger over; observing until ${settings.horizonSeconds} s`)
+    yield* sleepUntil(settings.horizonSeconds)
+    yield* Fiber.interrupt(sampler)
+    yield* Fiber.interrupt(traffic)
+    yield* Scope.close(fleetScope, Exit.void)
+    const { series, extra } = LabSeries.build(samples, settings.horizonSeconds)
+    const params = yield* SimParams.of(settings, {
+      connectCostMillis: 0,
+      rejectCostMillis: 0,
+      relayCostMillis: 0,
+      claimMillis: 1
+    }, true)
+    const summary = Summary.summarize({
+      params,
+      series,
+      totals: {
+        polls: Counters.total(counters.polls),
+        claimStarts: Counters.total(counters.polls, (k) =>
+          k === "claimed" || k === "empty"),
+        claimsCompleted: Counters.total(counters.polls, (k) => k === "claimed" || k === "empty"),
+        connectionAttempts: counters.attempts.api + counters.attempts.deriver,
+        rejections: counters.refusals,
+        timeouts: counters.timeouts,
+        failedPolls: counters.polls.get("error") ?? 0,
+        apiRequests: counters.apiArrived,
+        apiServed: counters.apiServed,
+        apiFailed: counters.apiFailed,
+        apiDropped: 0,
+        events: samples.length
+      },
+      claimStartTimes: [],
+      wallMillis: (yield* Clock.currentTimeMillis) - startedAtMillis
+    })
+    let atLimit = 0
+    for (let s = 0; s < settings.horizonSeconds; s++) {
+      if (extra.clientsTotal[s]! >= settings.maxClientConn || series.rejections[s]! > 0) atLimit++
+    }
+    const lab: LabFigures = {
+      secondsAtClientLimit: atLimit,
+      peakClientsWaiting: Math.max(0, ...extra.clientsWaiting),
+      apiArrived: counters.apiArrived,
+      apiServed: counters.apiServed,
+      apiFailed: counters.apiFailed,
+      failures: Object.fromEntries([...counters.failures].sort()),
+      poolerCpuSeconds: samples.length < 2 ? 0 : samples.at(-1)!.poolerCpuSeconds - samples[0]!.poolerCpuSeconds,
+      sampleRate: samples.length / settings.horizonSeconds
+    }
+    yield* log(`t=${settings.horizonSeconds}: done; stopping the fleet, PgBouncer and PostgreSQL`)
+    return { settings, pids, series, extra, summary, lab } satisfies Result
+  })).pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.seconds(settings.horizonSeconds + hardDeadlineSeconds + 120),
+      orElse: () => Effect.die(new Error("the lab run overran its hard deadline"))
+    })
+  )

@@ -1,0 +1,134 @@
+/**
+ * One lab run's settings: the policy, the trigger, the real parts' limits and the load. Every value is checked
+ * before anything starts; a bad one stops the CLI naming the flag and its allowed range (the simulator's
+ * `InvalidOption`).
+ */
+import { Model, Options } from "@resilience/fleet-sim"
+import { Effect } from "effect"
+
+/** What pushes the system over: a stall of every pooled backend, or a mass restart of the fleet. */
+export type Trigger = "stall" | "restart"
+
+/** The triggers. */
+export const triggers: ReadonlyArray<Trigger> = ["stall", "restart"]
+
+/** How PgBouncer authenticates its clients: `plain` is cheap; `scram-sha-256` costs a PBKDF2 per login. */
+export type Auth = "plain" | "scram-sha-256"
+
+/** Everything one run needs. */
+export interface Settings {
+  /** The simulator's policies, same names and meanings. */
+  readonly policy: Model.Policy
+  readonly trigger: Trigger
+  /** Real deriver loops, one schema each. */
+  readonly derivers: number
+  /** PostgreSQL `max_connections`. */
+  readonly maxConnections: number
+  /** PgBouncer `max_client_conn`: the client limit. */
+  readonly maxClientConn: number
+  /** PgBouncer `default_pool_size`: the backend ceiling (one database, one user: one pool). */
+  readonly poolSize: number
+  /** PgBouncer `query_wait_timeout`, seconds. */
+  readonly queryWaitTimeoutSeconds: number
+  readonly auth: Auth
+  /** Open-loop API requests per second (Poisson) through the same pooler; 0 = none. */
+  readonly apiRps: number
+  /** What one API request holds its backend for (`pg_sleep`), milliseconds. */
+  readonly apiQueryMillis: number
+  /** When the trigger fires, seconds after the start. */
+  readonly triggerAtSeconds: number
+  /** How long the stall holds every pooled backend, seconds (stall only). */
+  readonly stallSeconds: number
+  /** The run stops by itself this many seconds after the start. */
+  readonly horizonSeconds: number
+  /** `DERIVER_POLLING_SLEEP_INTERVAL_SECONDS` and `…_MAX_INTERVAL_SECONDS` (production: 1 and 30). */
+  readonly baseIntervalSeconds: number
+  readonly maxIntervalSeconds: number
+  /** `DB_CONNECT_TIMEOUT_SECONDS` of the failfast policies (production: 2). */
+  readonly connectTimeoutSeconds: number
+}
+
+/** Production poll settings and the simulator's policy names, on a fleet this machine can run. */
+export const defaults: Settings = {
+  policy: "fixed",
+  trigger: "stall",
+  derivers: 200,
+  maxConnections: 40,
+  maxClientConn: 300,
+  poolSize: 10,
+  queryWaitTimeoutSeconds: 120,
+  auth: "plain",
+  apiRps: 100,
+  apiQueryMillis: 20,
+  triggerAtSeconds: 40,
+  stallSeconds: 20,
+  horizonSeconds: 120,
+  baseIntervalSeconds: 1,
+  maxIntervalSeconds: 30,
+  connectTimeoutSeconds: 2
+}
+
+/** When the trigger ends, seconds after the start (the restart is an instant). */
+export const triggerEndSeconds = (settings: Settings): number =>
+  settings.triggerAtSeconds + (settings.trigger === "stall" ? settings.stallSeconds : 0)
+
+const check = (ok: boolean, option: string, value: unknown, allowed: string) =>
+  ok ? Effect.void : Effect.fail(new Options.InvalidOption({ option, value, allowed }))
+
+const integer = (value: number, minimum: number) => Number.isInteger(value) && value >= minimum
+
+/**
+ * Checks each value and the relations between them (the pool fits in `max_connections` with room for the
+ * sampler and the set-up; the trigger ends before the horizon).
+ */
+export const validate = (settings: Settings): Effect.Effect<Settings, Options.InvalidOption> =>
+  Effect.gen(function*() {
+    const s = settings
+    yield* check(Model.policies.includes(s.policy), "policy", s.policy, `one of ${Model.policies.join(", ")}`)
+    yield* check(triggers.includes(s.trigger), "trigger", s.trigger, `one of ${triggers.join(", ")}`)
+    yield* check(s.auth === "plain" || s.auth === "scram-sha-256", "auth", s.auth, "plain or scram-sha-256")
+    yield* check(integer(s.derivers, 1) && s.derivers <= 2000, "derivers", s.derivers, "an integer in [1, 2000]")
+    yield* check(integer(s.poolSize, 1), "pool-size", s.poolSize, "an integer >= 1")
+    yield* check(
+      integer(s.maxConnections, s.poolSize + 4),
+      "max-connections",
+      s.maxConnections,
+      `an integer >= pool-size + 4 (${s.poolSize + 4}: the pool, the sampler and the set-up)`
+    )
+    yield* check(
+      integer(s.maxClientConn, 2) && s.maxClientConn <= 10_000,
+      "max-client-conn",
+      s.maxClientConn,
+      "an integer in [2, 10000]"
+    )
+    yield* check(
+      integer(s.queryWaitTimeoutSeconds, 1),
+      "query-wait-timeout",
+      s.queryWaitTimeoutSeconds,
+      "an integer >= 1"
+    )
+    yield* check(s.apiRps >= 0 && s.apiRps <= 2000, "api-rps", s.apiRps, "a number in [0, 2000]")
+    yield* check(s.apiQueryMillis > 0, "api-query-ms", s.apiQueryMillis, "a number > 0")
+    yield* check(s.baseIntervalSeconds > 0, "base-interval", s.baseIntervalSeconds, "a number > 0")
+    yield* check(
+      s.maxIntervalSeconds >= s.baseIntervalSeconds,
+      "max-interval",
+      s.maxIntervalSeconds,
+      `a number >= base-interval (${s.baseIntervalSeconds})`
+    )
+    yield* check(
+      s.connectTimeoutSeconds > 0 && s.connectTimeoutSeconds <= 3600,
+      "connect-timeout",
+      s.connectTimeoutSeconds,
+      "a number in (0, 3600]"
+    )
+    yield* check(s.triggerAtSeconds >= 0, "trigger-at", s.triggerAtSeconds, "a number >= 0")
+    yield* check(s.stallSeconds > 0, "stall-seconds", s.stallSeconds, "a number > 0")
+    yield* check(
+      integer(s.horizonSeconds, 1) && s.horizonSeconds > triggerEndSeconds(s) && s.horizonSeconds <= 3600,
+      "horizon",
+      s.horizonSeconds,
+      `an integer in (${triggerEndSeconds(s)}, 3600]: after the trigger's end`
+    )
+    return s
+  })

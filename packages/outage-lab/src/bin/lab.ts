@@ -1,0 +1,190 @@
+/**
+ * `npm run lab -- <run|compare|calibrate|sweep> [flags]`: one run, the policies side by side with the
+ * simulator's runs of the same parameters, the pooler's measured costs, or a sweep of configurations.
+ * Every flag is checked before anything starts.
+ */
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Model } from "@resilience/fleet-sim"
+import { Console, Effect, FileSystem, Option } from "effect"
+import { Command, Flag } from "effect/cli"
+import * as Calibration from "../Calibration.ts"
+import * as Lab from "../Lab.ts"
+import * as LabChart from "../LabChart.ts"
+import * as LabReport from "../LabReport.ts"
+import * as Settings from "../Settings.ts"
+import * as SimCompare from "../SimCompare.ts"
+import type * as SimParams from "../SimParams.ts"
+
+const d = Settings.defaults
+const num = (name: string, fallback: number, description: string) =>
+  Flag.Finite(name).pipe(Flag.withDescription(description), Flag.withDefault(fallback))
+
+const settingFlags = {
+  trigger: Flag.Literals("trigger", Settings.triggers).pipe(
+    Flag.withDescription("stall: every pooled backend held for --stall-seconds; restart: the whole fleet at once"),
+    Flag.withDefault(d.trigger)
+  ),
+  derivers: num("derivers", d.derivers, "real deriver loops, one schema each"),
+  maxConnections: num("max-connections", d.maxConnections, "PostgreSQL max_connections"),
+  maxClientConn: num("max-client-conn", d.maxClientConn, "PgBouncer max_client_conn (the client limit)"),
+  poolSize: num("pool-size", d.poolSize, "PgBouncer default_pool_size (the backend ceiling)"),
+  queryWaitTimeout: num("query-wait-timeout", d.queryWaitTimeoutSeconds, "PgBouncer query_wait_timeout, seconds"),
+  auth: Flag.Literals("auth", ["plain", "scram-sha-256"] as const).pipe(
+    Flag.withDescription("PgBouncer auth_type for clients"),
+    Flag.withDefault(d.auth)
+  ),
+  apiRps: num("api-rps", d.apiRps, "open-loop API requests per second through the pooler (0 = none)"),
+  apiQueryMs: num("api-query-ms", d.apiQueryMillis, "what one API request holds its backend for, ms"),
+  triggerAt: num("trigger-at", d.triggerAtSeconds, "seconds after the start when the trigger fires"),
+  stallSeconds: num("stall-seconds", d.stallSeconds, "how long the stall holds every backend"),
+  horizon: num("horizon", d.horizonSeconds, "the run stops by itself after this many seconds"),
+  baseInterval: num("base-interval", d.baseIntervalSeconds, "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS"),
+  maxInterval: num("max-interval", d.maxIntervalSeconds, "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS"),
+  connectTimeout: num("connect-timeout", d.connectTimeoutSeconds, "DB_CONNECT_TIMEOUT_SECONDS (failfast policies)")
+}
+
+type SettingInput = {
+  readonly [K in keyof typeof settingFlags]: (typeof settingFlags)[K] extends Flag.Flag<infer A> ? A : never
+}
+
+const toSettings = (input: SettingInput, policy: Model.Policy): Settings.Settings => ({
+  policy,
+  trigger: input.trigger,
+  derivers: input.derivers,
+  maxConnections: input.maxConnections,
+  maxClientConn: input.maxClientConn,
+  poolSize: input.poolSize,
+  queryWaitTimeoutSeconds: input.queryWaitTimeout,
+  auth: input.auth,
+  apiRps: input.apiRps,
+  apiQueryMillis: input.apiQueryMs,
+  triggerAtSeconds: input.triggerAt,
+  stallSeconds: input.stallSeconds,
+  horizonSeconds: input.horizon,
+  baseIntervalSeconds: input.baseInterval,
+  maxIntervalSeconds: input.maxInterval,
+  connectTimeoutSeconds: input.connectTimeout
+})
+
+const json = Flag.optional(
+  Flag.String("json").pipe(Flag.withDescription("write settings, summary and per-second series here"))
+)
+const chart = Flag.optional(Flag.String("chart").pipe(Flag.withDescription("write an SVG chart here")))
+const log = (line: string) => Console.error(line)
+
+const describe = (s: Settings.Settings) =>
+  `${s.derivers} derivers, max_connections ${s.maxConnections}, max_client_conn ${s.maxClientConn}, ` +
+  `pool ${s.poolSize}, ${s.apiRps} API req/s × ${s.apiQueryMillis} ms, poll ${s.baseIntervalSeconds}→${s.maxIntervalSeconds} s, ` +
+  `trigger ${s.trigger} at ${s.triggerAtSeconds} s${s.trigger === "stall" ? ` for ${s.stallSeconds} s` : ""}, ` +
+  `horizon ${s.horizonSeconds} s, auth ${s.auth}`
+
+const write = (path: Option.Option<string>, content: Effect.Effect<string>) =>
+  Effect.gen(function*() {
+    if (Option.isNone(path)) return
+    const fs = yield* FileSystem.FileSystem
+    yield* fs.writeFileString(path.value, yield* content)
+    yield* log(`wrote ${path.value}`)
+  })
+
+const run = Command.make(
+  "run",
+  {
+    ...settingFlags,
+    policy: Flag.Literals("policy", Model.policies).pipe(Flag.withDefault("fixed" as Model.Policy)),
+    json,
+    chart
+  },
+  Effect.fn(function*(input) {
+    const settings = yield* Settings.validate(toSettings(input, input.policy))
+    yield* Console.log(`lab run, ${settings.policy}: ${describe(settings)}`)
+    const result = yield* Lab.run(settings, log)
+    yield* Console.log(`\n${LabReport.summaryTable([{ name: settings.policy, result }])}`)
+    yield* Console.log(`failures by kind:\n${LabReport.failureLines([{ name: settings.policy, result }]) || "  none"}`)
+    yield* write(input.json, Effect.succeed(JSON.stringify(LabReport.document(result))))
+    yield* write(
+      input.chart,
+      LabChart.render(`outage lab: ${settings.policy}, ${settings.trigger}`, [{ name: settings.policy, lab: result }])
+    )
+  })
+).pipe(Command.withDescription("One lab run under one policy"))
+
+const samples = Flag.Int("calibration-samples").pipe(
+  Flag.withDescription("connections of each kind the calibration measures (0: use the simulator's default costs)"),
+  Flag.withDefault(2000),
+  Flag.filter((n) => n === 0 || n >= 200, () => "--calibration-samples must be 0 or >= 200")
+)
+
+const calibrate = Command.make(
+  "calibrate",
+  { auth: settingFlags.auth, samples, json },
+  Effect.fn(function*(input) {
+    const calibration = yield* Calibration.measure({ auth: input.auth, samples: Math.max(200, input.samples) })
+    yield* Console.log(LabReport.calibrationTable(calibration, Calibration.simulatorDefaults))
+    yield* write(input.json, Effect.succeed(JSON.stringify(calibration)))
+  })
+).pipe(Command.withDescription("Measure PgBouncer's cost per accepted and refused connection and per transaction"))
+
+const compare = Command.make(
+  "compare",
+  {
+    ...settingFlags,
+    policies: Flag.String("policies").pipe(
+      Flag.withDescription("comma-separated policies, run one after another on fresh parts"),
+      Flag.withDefault("baseline,fixed")
+    ),
+    samples,
+    json,
+    chart
+  },
+  Effect.fn(function*(input) {
+    const names = input.policies.split(",").map((p) => p.trim())
+    const policies: Array<Model.Policy> = []
+    for (const name of names) {
+      const settings = yield* Settings.validate(toSettings(input, name as Model.Policy))
+      policies.push(settings.policy)
+    }
+    const costs: SimParams.Costs & { readonly measured: boolean } = input.samples === 0
+      ? { ...Calibration.simulatorDefaults, claimMillis: 1, measured: false }
+      : { ...(yield* Calibration.measure({ auth: input.auth, samples: input.samples })), measured: true }
+    yield* Console.log(`lab compare: ${describe(toSettings(input, policies[0]!))}`)
+    yield* Console.log(
+      `simulator costs (${costs.measured ? "measured here" : "simulator defaults"}): connect ${
+        (costs.connectCostMillis * 1000).toFixed(0)
+      } µs, reject ${(costs.rejectCostMillis * 1000).toFixed(0)} µs, relay ${
+        (costs.relayCostMillis * 1000).toFixed(0)
+      } µs, claim ${costs.claimMillis.toFixed(2)} ms`
+    )
+    const runs: Array<{ name: string; lab: Lab.Result; sim: SimCompare.Simulated }> = []
+    for (const policy of policies) {
+      const settings = toSettings(input, policy)
+      yield* log(`— ${policy} —`)
+      const lab = yield* Lab.run(settings, log)
+      const sim = yield* SimCompare.simulate(lab, costs)
+      runs.push({ name: policy, lab, sim })
+    }
+    yield* Console.log(`\nlab:\n${LabReport.summaryTable(runs.map((r) => ({ name: r.name, result: r.lab })))}`)
+    yield* Console.log(
+      `failures by kind:\n${LabReport.failureLines(runs.map((r) => ({ name: r.name, result: r.lab }))) || "  none"}`
+    )
+    yield* Console.log(`\nsimulator vs lab (same parameters):\n${SimCompare.table(runs)}`)
+    yield* write(
+      input.json,
+      Effect.succeed(JSON.stringify({
+        costs,
+        runs: runs.map((r) => ({
+          name: r.name,
+          lab: LabReport.document(r.lab),
+          sim: { params: r.sim.params, summary: r.sim.summary }
+        }))
+      }))
+    )
+    yield* write(input.chart, LabChart.render(`outage lab vs simulator: ${runs[0]!.lab.settings.trigger}`, runs))
+  })
+).pipe(Command.withDescription("The policies on real parts, one after another, each beside the simulator's run"))
+
+const command = Command.make("lab").pipe(
+  Command.withDescription("The outage lab: real PostgreSQL, PgBouncer and deriver loops through an incident"),
+  Command.withSubcommands([run, compare, calibrate])
+)
+
+command.pipe(Command.run({ version: "0.1.0" }), Effect.provide(NodeServices.layer), NodeRuntime.runMain)
