@@ -29,56 +29,60 @@ const lab = (args: ReadonlyArray<string>) =>
   })
 
 describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run on real parts", () => {
-  it("saturates the pooler, stops by itself within its horizon, and leaves no process, cluster or PgBouncer", async () => {
-    const directory = mkdtempSync(join(tmpdir(), "outage-lab-test-"))
-    const json = join(directory, "run.json")
-    const result = await lab([
-      "run",
-      "--policy",
-      "baseline",
-      "--derivers",
-      "10",
-      "--max-connections",
-      "12",
-      "--pool-size",
-      "2",
-      "--max-client-conn",
-      "25",
-      "--api-rps",
-      "40",
-      "--trigger-at",
-      "4",
-      "--stall-seconds",
-      "4",
-      "--horizon",
-      String(horizon),
-      "--json",
-      json
-    ])
-    assert.strictEqual(result.code, 0, `${result.stdout}\n${result.stderr}`)
-    // the horizon, plus set-up (cluster, pooler, schemas) and teardown; far below the hard deadline
-    assert.isBelow(result.seconds, horizon + 90)
-    const document = JSON.parse(readFileSync(json, "utf8")) as {
-      pids: { postgres: number; pgbouncer: number }
-      summary: { rejections: number; peakClientConnections: number }
-      lab: { secondsAtClientLimit: number; failures: Record<string, number>; sampleRate: number }
-      series: { clientConnections: Array<number> }
-    }
-    rmSync(directory, { recursive: true, force: true })
-    // the stall really filled the pooler: PgBouncer refused clients at max_client_conn
-    assert.isAbove(document.summary.rejections, 0)
-    assert.isAbove(document.lab.failures["api:checkout:Saturated"] ?? 0, 0)
-    assert.isAbove(document.lab.secondsAtClientLimit, 0)
-    assert.strictEqual(document.series.clientConnections.length, horizon)
-    assert.isAbove(document.lab.sampleRate, 3)
-    // nothing left behind: both servers gone, no server directory owned by the run
-    assert.isAbove(document.pids.postgres, 0)
-    assert.isAbove(document.pids.pgbouncer, 0)
-    assert.isFalse(Orphans.isAlive(document.pids.postgres), "postgres still running")
-    assert.isFalse(Orphans.isAlive(document.pids.pgbouncer), "pgbouncer still running")
-    const leftovers = existsSync(Orphans.root)
-      ? readdirSync(Orphans.root).filter((name) => name.startsWith(`${result.pid}-`))
-      : []
-    assert.deepStrictEqual(leftovers, [])
-  }, 180_000)
+  it(
+    "saturates the pooler, stops by itself within its horizon, and leaves no process, cluster or PgBouncer",
+    async () => {
+      const directory = mkdtempSync(join(tmpdir(), "outage-lab-test-"))
+      const json = join(directory, "run.json")
+      const result = await lab([
+        "run",
+        "--policy",
+        "baseline",
+        "--derivers",
+        "10",
+        "--max-connections",
+        "12",
+        "--pool-size",
+        "2",
+        "--max-client-conn",
+        "25",
+        "--api-rps",
+        "40",
+        "--trigger-at",
+        "4",
+        "--stall-seconds",
+        "4",
+        "--horizon",
+        String(horizon),
+        "--json",
+        json
+      ])
+      assert.strictEqual(result.code, 0, `${result.stdout}\n${result.stderr}`)
+      // the horizon, plus set-up (cluster, pooler, schemas) and teardown; far below the hard deadline
+      assert.isBelow(result.seconds, horizon + 90)
+      const document = JSON.parse(readFileSync(json, "utf8")) as {
+        pids: { postgres: number; pgbouncer: number }
+        summary: { rejections: number; peakClientConnections: number }
+        lab: { secondsAtClientLimit: number; failures: Record<string, number>; sampleRate: number }
+        series: { clientConnections: Array<number> }
+      }
+      rmSync(directory, { recursive: true, force: true })
+      // the stall really filled the pooler: PgBouncer refused clients at max_client_conn
+      assert.isAbove(document.summary.rejections, 0)
+      assert.isAbove(document.lab.failures["api:checkout:Saturated"] ?? 0, 0)
+      assert.isAbove(document.lab.secondsAtClientLimit, 0)
+      assert.strictEqual(document.series.clientConnections.length, horizon)
+      assert.isAbove(document.lab.sampleRate, 3)
+      // nothing left behind: both servers gone, no server directory owned by the run
+      assert.isAbove(document.pids.postgres, 0)
+      assert.isAbove(document.pids.pgbouncer, 0)
+      assert.isFalse(Orphans.isAlive(document.pids.postgres), "postgres still running")
+      assert.isFalse(Orphans.isAlive(document.pids.pgbouncer), "pgbouncer still running")
+      const leftovers = existsSync(Orphans.root)
+        ? readdirSync(Orphans.root).filter((name) => name.startsWith(`${result.pid}-`))
+        : []
+      assert.deepStrictEqual(leftovers, [])
+    },
+    180_000
+  )
 })
