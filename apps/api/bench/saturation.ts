@@ -10,12 +10,11 @@
  *   BENCH_CLIENTS=200 BENCH_SECONDS=5 BENCH_MAX_REQUESTS=50000 npm run bench -w @resilience/api-app
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cluster } from "@resilience/local-postgres"
+import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import pg from "pg"
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
@@ -113,20 +112,6 @@ const startApi = (url: string, poolClass: "null" | "queue") =>
     return baseUrl
   })
 
-const saturate = (url: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const hogs: Array<pg.Client> = []
-      for (let i = 0; i < maxConnections + 10; i++) {
-        const client = new pg.Client({ connectionString: url })
-        if (await client.connect().then(() => false, () => true)) break
-        hogs.push(client)
-      }
-      return hogs
-    }),
-    (hogs) => Effect.promise(() => Promise.all(hogs.map((client) => client.end().catch(() => undefined))))
-  )
-
 const program = Effect.gen(function*() {
   console.log(`bench: ${clients} clients, ≤ ${seconds} s and ≤ ${maxRequests} requests per phase, loopback only`)
   const cluster = yield* Cluster.start({ maxConnections })
@@ -150,8 +135,8 @@ const program = Effect.gen(function*() {
 
   console.log("phase 1: saturated database")
   yield* Effect.scoped(Effect.gen(function*() {
-    const hogs = yield* saturate(cluster.url)
-    console.log(`  holding ${hogs.length} of max_connections=${maxConnections}`)
+    const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+    console.log(`  holding ${held} of max_connections=${maxConnections}`)
     const before = yield* proxy.attempts
     const result = yield* Effect.promise(() => load("saturated", queueUrl, created.token))
     const attempts = (yield* proxy.attempts) - before

@@ -5,7 +5,7 @@
  *
  *   npm run bench -w @resilience/db-session
  */
-import { Cluster } from "@resilience/local-postgres"
+import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
 import { Effect, type Layer } from "effect"
 import { performance } from "node:perf_hooks"
@@ -52,21 +52,6 @@ const measure = (label: string, n: number, layer: Layer.Layer<DbSession>) =>
     return { label, samples, outcome: [...outcomes].map(([k, v]) => `${k} ×${v}`).join(", ") } satisfies Row
   }).pipe(Effect.provide(layer))
 
-/** Opens plain connections until the server refuses one; they close with the scope. */
-const holdAllSlots = (url: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const clients: Array<pg.Client> = []
-      for (;;) {
-        const client = new pg.Client({ connectionString: url })
-        client.on("error", () => undefined)
-        if (await client.connect().then(() => false, () => true)) return clients
-        clients.push(client)
-      }
-    }),
-    (clients) => Effect.promise(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))))
-  )
-
 /**
  * THE REMOVED BASELINE, for comparison only: the reference service's acquire_connection_with_retry — on an
  * OperationalError, sleep min(initial × 2^n + uniform(0, jitter), max) and try again, until 10 s have passed.
@@ -111,8 +96,8 @@ const program = Effect.gen(function*() {
   }
 
   const failures = yield* Effect.scoped(Effect.gen(function*() {
-    const held = yield* holdAllSlots(cluster.url)
-    yield* log(`[3/5] server saturated (${held.length} slots held); fail-fast latency, ${SAMPLES} checkouts each…`)
+    const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+    yield* log(`[3/5] server saturated (${held} slots held); fail-fast latency, ${SAMPLES} checkouts each…`)
     const out: Array<Row> = []
     for (const driver of ["pg", "postgres"] as const) {
       for (const poolClass of ["null", "queue"] as const) {

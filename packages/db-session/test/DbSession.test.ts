@@ -3,11 +3,11 @@
  * network stand-ins), for both drivers and both pool classes.
  */
 import { assert, describe, layer } from "@effect/vitest"
+import { Saturation } from "@resilience/local-postgres"
 import { ClosedPort, CountingProxy, PgBouncer, SilentListener, SupavisorStandIn } from "@resilience/test-db"
 import { Deferred, Effect, Exit, Fiber, Metric } from "effect"
-import pg from "pg"
 import { type CheckoutError, DatabaseUnavailable, DbSession, Metrics, QueryFailed } from "../src/index.ts"
-import { appName, backends, eventually, freshMetrics, holdAllSlots, Server, session } from "./support.ts"
+import { appName, backends, eventually, freshMetrics, Server, session } from "./support.ts"
 
 const matrix = [
   { driver: "pg", poolClass: "null" },
@@ -172,8 +172,9 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
           yield* Effect.gen(function*() {
             const db = yield* DbSession
             const results = yield* Effect.scoped(Effect.gen(function*() {
-              const held = yield* holdAllSlots(cluster.url)
+              const { held, refusal } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
               assert.isAbove(held, 0)
+              assert.strictEqual(refusal.code, "53300")
               return yield* failures(3)
             }))
             for (const { error, wallMillis } of results) {
@@ -203,7 +204,9 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
             const bouncer = yield* PgBouncer.start({ upstream: cluster, maxClientConn: 2, poolSize: 1 })
             const proxy = yield* CountingProxy.start(bouncer)
             const results = yield* Effect.scoped(Effect.gen(function*() {
-              yield* holdClients(bouncer.url, 2)
+              const { held, refusal } = yield* Saturation.hold(bouncer.url).pipe(Effect.orDie)
+              assert.strictEqual(held, 2)
+              assert.strictEqual(refusal.code, "08P01")
               return yield* failures(3).pipe(Effect.provide(session({ url: proxy.url(bouncer.url), ...options })))
             }))
             for (const { error, wallMillis } of results) {
@@ -366,17 +369,3 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
     })
   }
 })
-
-/** Opens `n` plain client connections (logged in) and keeps them until the scope closes. */
-const holdClients = (url: string, n: number) =>
-  Effect.acquireRelease(
-    Effect.promise(() =>
-      Promise.all(Array.from({ length: n }, async () => {
-        const client = new pg.Client({ connectionString: url })
-        client.on("error", () => undefined)
-        await client.connect()
-        return client
-      }))
-    ),
-    (clients) => Effect.promise(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))))
-  )

@@ -1,6 +1,6 @@
-/** Shared fixtures for the real-server tests: one small cluster per file, an admin connection, slot holders. */
+/** Shared fixtures for the real-server tests: one small cluster per file and an admin connection. */
 import { Cluster } from "@resilience/local-postgres"
-import { Context, Duration, Effect, Layer, Metric, type Scope } from "effect"
+import { Context, Duration, Effect, Layer, Metric } from "effect"
 import pg from "pg"
 import type { DbConfig } from "../src/index.ts"
 import { DbSession } from "../src/index.ts"
@@ -36,24 +36,6 @@ export class Server extends Context.Service<Server, {
     })
   )
 }
-
-/** Opens plain `pg` connections to `url` until the server refuses one; all are closed with the scope. */
-export const holdAllSlots = (url: string): Effect.Effect<number, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const clients: Array<pg.Client> = []
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))))
-    )
-    return yield* Effect.promise(async () => {
-      for (;;) {
-        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
-        client.on("error", () => undefined)
-        const refused = await client.connect().then(() => false, () => true)
-        if (refused) return clients.length
-        clients.push(client)
-      }
-    })
-  })
 
 /** Backends on the server with this application_name. */
 export const backends = (applicationName: string): Effect.Effect<number, never, Server> =>

@@ -6,7 +6,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { Cluster } from "@resilience/local-postgres"
+import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Context, Effect, Exit, Layer, Metric, References, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
@@ -40,28 +40,6 @@ const Session = Layer.unwrap(Effect.gen(function*() {
 )
 
 const schema = SchemaName.makeUnsafe("tenant")
-
-/** Opens connections until the server refuses one; returns them (to be closed to end the saturation). */
-const saturate = (url: string) =>
-  Effect.promise(async () => {
-    const held: Array<pg.Client> = []
-    for (let i = 0; i < 50; i++) {
-      const client = new pg.Client({ connectionString: url, application_name: "saturator" })
-      try {
-        await client.connect()
-        held.push(client)
-      } catch {
-        await client.end().catch(() => undefined)
-        // Full: wait a moment for a backend that is still closing to free its slot, then try again.
-        await new Promise((resolve) => setTimeout(resolve, 20))
-        if (held.length >= 10) break
-      }
-    }
-    return held
-  })
-
-const release = (clients: ReadonlyArray<pg.Client>) =>
-  Effect.promise(() => Promise.all(clients.map((client) => client.end().catch(() => undefined))))
 
 /** Kills the deriver's backends (the admin client is one of the held saturating connections or its own). */
 const killDeriverBackends = (admin: pg.Client) =>
@@ -134,13 +112,15 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
 
       // Phase 2: saturate the server for 2 seconds: every checkout fails.
       yield* processed(400)
-      const held = yield* saturate(cluster.url)
+      // The deriver's own connections come and go: take the slots they free for a second, so all are held.
+      const saturation = yield* Saturation.hold(cluster.url, { applicationName: "saturator", patience: "1 second" })
+        .pipe(Effect.orDie)
       const during0 = (yield* Metric.value(DeriverMetrics.pollsBy.error)).count
       yield* Effect.sleep("2 seconds")
       const during1 = (yield* Metric.value(DeriverMetrics.pollsBy.error)).count
       // Kill again while saturated (the admin connection holds its own slot).
       killed += yield* killDeriverBackends(admin)
-      yield* release(held)
+      yield* Effect.orDie(saturation.release)
 
       // Phase 3: more kills once the server is back.
       yield* processed(700)
@@ -169,7 +149,8 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
         `SELECT count(*)::int AS n FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`
       )
       assert.strictEqual(owned[0]!.n, 0)
-      assert.isAbove(held.length, 0, "the server was saturated")
+      assert.isAbove(saturation.held, 0, "the server was saturated")
+      assert.strictEqual(saturation.refusal.code, "53300", "the next connection was refused")
       assert.isAbove(killed, 0, "backends were killed mid-unit")
       // During the window the loop backed off instead of hot-looping: a handful of failed polls, not hundreds.
       const failedDuringWindow = during1 - during0
@@ -178,7 +159,7 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
       const dbFailures = (yield* Metric.value(DeriverMetrics.itemDatabaseFailures)).count - dbFailuresBefore
       assert.isAbove(failedPolls + dbFailures, 0, "the deriver saw the failures")
       console.log(
-        JSON.stringify({ saturatingConnections: held.length, killed, failedPolls, dbFailures, failedDuringWindow })
+        JSON.stringify({ saturatingConnections: saturation.held, killed, failedPolls, dbFailures, failedDuringWindow })
       )
     }))
 })

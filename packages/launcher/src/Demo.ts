@@ -4,6 +4,7 @@
  * the API answers fast 503s with Retry-After, the deriver's poll interval climbs; then the slots are freed,
  * the client retries on its side as told, and everything is processed with no work lost.
  */
+import { Saturation } from "@resilience/local-postgres"
 import { Duration, Effect, Option, Schema } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -11,7 +12,6 @@ import { join } from "node:path"
 import * as ApiClient from "./ApiClient.ts"
 import * as DemoWorkspace from "./DemoWorkspace.ts"
 import * as PrometheusText from "./PrometheusText.ts"
-import * as Saturation from "./Saturation.ts"
 import * as Stack from "./Stack.ts"
 
 /** Queue counts as the API reports them. */
@@ -130,8 +130,8 @@ export const run = (options: { readonly saturationSeconds: number }) =>
 
     yield* say(`3. Saturating the database for ${options.saturationSeconds} s: every connection slot held`)
     const postedDuring = yield* Effect.scoped(Effect.gen(function*() {
-      const held = yield* Saturation.holdEverySlot(stack.databaseUrl, 64)
-      yield* say(`   holding ${held} connections; the next client is refused with 53300`)
+      const { held, refusal } = yield* Saturation.hold(stack.databaseUrl, { limit: 64 }).pipe(Effect.orDie)
+      yield* say(`   holding ${held} connections; the next client is refused with ${refusal.code}`)
       const refused: Array<unknown> = []
       for (let second = 0; second < options.saturationSeconds; second++) {
         const message = during[second % during.length]

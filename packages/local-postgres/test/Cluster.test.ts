@@ -1,37 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cluster, Orphans } from "@resilience/local-postgres"
+import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import pg from "pg"
-
-/** Opens a connection; yields the client, or the server's error when it refuses. */
-const connect = (url: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 })
-      client.on("error", () => undefined)
-      await client.connect()
-      return client
-    },
-    catch: (error) => error as Error & { code?: string }
-  })
-
-const holdConnections = (url: string, count: number) =>
-  Effect.acquireRelease(
-    Effect.forEach(Array.from({ length: count }), () => connect(url).pipe(Effect.orDie)),
-    (clients) => Effect.promise(() => Promise.all(clients.map((client) => client.end())))
-  )
 
 describe("Cluster", () => {
-  it.effect("refuses the (N+1)-th connection with SQLSTATE 53300", () =>
+  it.live("refuses the (N+1)-th connection with SQLSTATE 53300", () =>
     Effect.gen(function*() {
       const cluster = yield* Cluster.start({ maxConnections: 3 })
-      yield* holdConnections(cluster.url, 3)
-      const refused = yield* Effect.flip(connect(cluster.url))
-      assert.strictEqual(refused.code, "53300")
-      assert.match(refused.message, /too many clients/)
+      const { held, refusal } = yield* Saturation.hold(cluster.url)
+      assert.strictEqual(held, 3)
+      assert.strictEqual(refusal.code, "53300")
+      assert.match(refusal.message, /too many clients/)
     }).pipe(Effect.scoped))
 
   it.effect("leaves no process and no data directory behind once its scope closes", () =>
