@@ -8,13 +8,14 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
-import { Domain, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
+import { Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
 import { timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
+import * as Readiness from "./Readiness.ts"
 import { AppSettings } from "./Settings.ts"
 
 const constantTimeEquals = (a: string, b: string): boolean => {
@@ -79,6 +80,7 @@ export const withWorkspace = <A, E, R>(
     const { schema } = yield* AppSettings
     const token = yield* Security.BearerToken
     const db = yield* DbSession
+    yield* Readiness.ensure
     return yield* db.oneCheckout(Effect.gen(function*() {
       const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
       if (verification === "not-found") {
@@ -105,6 +107,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     handlers.handle("createWorkspace", ({ payload }) =>
       Effect.gen(function*() {
         const { schema } = yield* AppSettings
+        yield* Readiness.ensure
         return yield* Workspaces.create(schema, payload.name).pipe(
           Effect.catchTag(
             "WorkspaceExists",
@@ -152,7 +155,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api.Api, "system", (handlers)
   handlers.handleAll({
     healthz: () => Effect.succeed({ status: "ok" }),
     readyz: () =>
-      Effect.flatMap(Effect.service(DbSession), (db) => db.query("SELECT 1")).pipe(
+      Effect.andThen(Readiness.ensure, Effect.flatMap(Effect.service(DbSession), (db) => db.query("SELECT 1"))).pipe(
         Effect.as({ status: "ready" }),
         HttpErrors.orDieDbErrors
       ),
@@ -184,14 +187,14 @@ export const routes = Layer.unwrap(Effect.gen(function*() {
 }))
 
 /**
- * Logs `api ready` (with the address) once the server listens.
+ * Logs `api listening` (with the address) once the server listens; readiness is `/readyz`.
  *
  * @since 0.1.0
  */
 export const readyLog = Layer.effectDiscard(Effect.gen(function*() {
   const server = yield* HttpServer.HttpServer
   const address = server.address
-  yield* Effect.logInfo("api ready").pipe(
+  yield* Effect.logInfo("api listening").pipe(
     Effect.annotateLogs({
       url: HttpServer.formatAddress(address),
       port: "port" in address ? address.port : undefined
@@ -200,20 +203,8 @@ export const readyLog = Layer.effectDiscard(Effect.gen(function*() {
 }))
 
 /**
- * Migrates the tenant schema (queue and domain tables; advisory-locked, so instances starting together are
- * safe) when `migrate` is set.
- *
- * @since 0.1.0
- */
-export const migrated = Layer.effectDiscard(Effect.gen(function*() {
-  const settings = yield* AppSettings
-  if (!settings.migrate) return
-  yield* Domain.migrate(settings.schema)
-  yield* Effect.logInfo("schema migrated").pipe(Effect.annotateLogs({ schema: settings.schema }))
-}))
-
-/**
- * The HTTP server on `settings.port`, after the migration. Needs `AppSettings` and `DbSession`.
+ * The HTTP server on `settings.port`, serving at once; the schema becomes ready in the background
+ * (`Readiness`, provided to the caller too). Needs `AppSettings` and `DbSession`.
  *
  * @since 0.1.0
  */
@@ -221,7 +212,7 @@ export const server = Layer.unwrap(Effect.gen(function*() {
   const settings = yield* AppSettings
   return HttpRouter.serve(routes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
-    Layer.provide(migrated),
-    (serving) => Layer.provideMerge(readyLog, serving)
+    (serving) => Layer.provideMerge(readyLog, serving),
+    Layer.provideMerge(Readiness.layer)
   )
 }))

@@ -12,6 +12,13 @@
 export * as Http from "./Http.ts"
 
 /**
+ * The schema's readiness (background migrations while the database does not answer).
+ *
+ * @since 0.1.0
+ */
+export * as Readiness from "./Readiness.ts"
+
+/**
  * Settings from the environment.
  *
  * @since 0.1.0

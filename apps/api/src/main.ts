@@ -1,14 +1,17 @@
 /**
  * Entry point: `node --conditions=@resilience/source apps/api/src/main.ts`. Reads the environment (an invalid
- * value stops the process naming the variable), migrates `DB_SCHEMA`, and serves the API on `API_PORT` with
- * JSON logs. SIGINT/SIGTERM stop it gracefully.
+ * value stops the process naming the variable), serves the API on `API_PORT` with JSON logs at once, and makes
+ * `DB_SCHEMA` ready in the background (migrating it when `API_MIGRATE` is set) whether or not the database
+ * answers: until then data routes and `/readyz` answer 503 with `Retry-After`. Only a misconfigured database
+ * (bad credentials, unknown database, no privilege) stops the process. SIGINT/SIGTERM stop it gracefully.
  *
  * @since 0.1.0
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
-import { Config, Effect, Layer, Logger, References } from "effect"
+import { Config, Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
+import * as Readiness from "./Readiness.ts"
 import * as Settings from "./Settings.ts"
 
 const LogLevel = Layer.unwrap(Effect.gen(function*() {
@@ -21,7 +24,11 @@ const Main = Http.server.pipe(
   Layer.provide(Settings.layerConfig)
 )
 
-Layer.launch(Main).pipe(
+Effect.scoped(Effect.gen(function*() {
+  const context = yield* Layer.build(Main)
+  yield* Context.get(context, Readiness.Readiness).await
+  return yield* Effect.never
+})).pipe(
   Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel)),
   NodeRuntime.runMain
 )

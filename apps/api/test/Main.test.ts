@@ -60,14 +60,14 @@ describe("the entry point", () => {
         DATABASE_URL: db.url,
         DB_SCHEMA: "entry",
         API_PORT: "0"
-      }, { untilOutput: "api ready" })
+      }, { untilOutput: "schema ready" })
       const lines = result.output.trim().split("\n")
       assert.isTrue(lines.length >= 2, result.output)
       for (const line of lines) {
         const parsed = JSON.parse(line) as { message: unknown; level: string }
         assert.isDefined(parsed.level)
       }
-      assert.include(result.output, "schema migrated")
+      assert.include(result.output, "migrations applied")
       // NodeRuntime.runMain exits with 130 after an interrupt-driven (graceful) shutdown.
       assert.include([0, 130], result.code, result.output)
     }).pipe(Effect.provide(TestDatabase.layer)), 120_000)

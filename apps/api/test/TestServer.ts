@@ -2,9 +2,10 @@
  * Starts the real API server in-process on an ephemeral loopback port, against a database URL, with its log
  * captured; tests talk to it with `fetch`.
  */
-import { Http, Settings } from "@resilience/api-app"
+import { Http, Readiness, Settings } from "@resilience/api-app"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
+import type { SchemaReadiness } from "@resilience/deriver"
 import { SchemaName } from "@resilience/domain"
 import { Cause, Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
 import { HttpServer } from "effect/http"
@@ -20,6 +21,7 @@ export interface LogLine {
 export interface TestServer {
   readonly baseUrl: string
   readonly logs: Array<LogLine>
+  readonly readiness: SchemaReadiness.SchemaReadiness
 }
 
 export interface Options {
@@ -28,6 +30,8 @@ export interface Options {
   readonly migrate?: boolean | undefined
   readonly connectTimeout?: Duration.Input | undefined
   readonly maxBodyBytes?: number | undefined
+  /** Wait until the schema is ready before returning (default: when migrating). */
+  readonly awaitReady?: boolean | undefined
 }
 
 export const start = (options: Options) =>
@@ -64,7 +68,9 @@ export const start = (options: Options) =>
       )
     )
     const server = Context.get(context, HttpServer.HttpServer)
-    return { baseUrl: HttpServer.formatAddress(server.address), logs } satisfies TestServer
+    const readiness = Context.get(context, Readiness.Readiness)
+    if (options.awaitReady ?? settings.migrate) yield* Effect.orDie(readiness.await)
+    return { baseUrl: HttpServer.formatAddress(server.address), logs, readiness } satisfies TestServer
   })
 
 export interface Reply {
@@ -77,7 +83,7 @@ export interface Reply {
 
 /** One request with `fetch`; timed. */
 export const request = (
-  server: TestServer,
+  server: { readonly baseUrl: string },
   method: string,
   path: string,
   options: { readonly token?: string | undefined; readonly body?: unknown; readonly rawBody?: string | undefined } = {}

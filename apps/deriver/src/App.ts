@@ -1,15 +1,16 @@
 /**
- * The deriver app, as layers: configuration from the environment (DESIGN.md's names), optional migrations,
- * one deriver for `DB_SCHEMA`, a Prometheus endpoint and JSON logs. `main.ts` launches it.
+ * The deriver app, as layers: configuration from the environment (DESIGN.md's names), the schema's readiness
+ * (optional migrations, retried on a jittered schedule while the database does not answer), one deriver for
+ * `DB_SCHEMA` once the schema is ready, a Prometheus and readiness endpoint and JSON logs. `main.ts` launches it.
  *
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig, SchemaName, SchemaReadiness } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
-import { Config, Effect, Layer, Logger, Schema } from "effect"
-import { HttpRouter } from "effect/http"
+import { Config, Context, Effect, Layer, Logger, Schema } from "effect"
+import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer } from "node:http"
 
@@ -30,8 +31,32 @@ export const appConfig = Config.all({
 })
 
 /**
- * Runs the schema's migrations when `DERIVER_MIGRATE` is true, then the deriver for `DB_SCHEMA` with the
- * domain's handlers, until the layer is released (SIGTERM/SIGINT through `NodeRuntime.runMain`).
+ * The schema's readiness in this process: migrated (`DERIVER_MIGRATE=true`) or found migrated, in the
+ * background, whether or not the database answers at start.
+ *
+ * @since 0.1.0
+ */
+export class Readiness extends Context.Service<Readiness, SchemaReadiness.SchemaReadiness>()(
+  "@resilience/deriver-app/Readiness"
+) {}
+
+/**
+ * Starts the readiness checks for `DB_SCHEMA`.
+ *
+ * @since 0.1.0
+ */
+export const readinessLayer = Layer.effect(
+  Readiness,
+  Effect.gen(function*() {
+    const schema = yield* SchemaName.config("DB_SCHEMA")
+    const { migrate } = yield* appConfig
+    return yield* SchemaReadiness.start({ schema, components: Domain.components, migrate }).pipe(Effect.orDie)
+  })
+)
+
+/**
+ * Once the schema is ready, the deriver for `DB_SCHEMA` with the domain's handlers, until the layer is
+ * released (SIGTERM/SIGINT through `NodeRuntime.runMain`). The process serves `/metrics` and `/readyz` meanwhile.
  *
  * @since 0.1.0
  */
@@ -39,20 +64,42 @@ export const deriverLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const schema = yield* SchemaName.config("DB_SCHEMA")
     const config = yield* DeriverConfig.config
-    const { migrate } = yield* appConfig
-    if (migrate) yield* Domain.migrate(schema)
-    yield* Deriver.start({ schema, handlers: Domain.handlers(schema), config })
+    const readiness = yield* Readiness
+    yield* Effect.forkScoped(
+      readiness.await.pipe(
+        Effect.andThen(Deriver.start({ schema, handlers: Domain.handlers(schema), config })),
+        Effect.ignore
+      )
+    )
   })
 )
 
 /**
- * The Prometheus endpoint on `DERIVER_METRICS_PORT`.
+ * `GET /readyz`: 200 once the schema is ready and the deriver polls, 503 before (with `Retry-After: 1`).
+ *
+ * @since 0.1.0
+ */
+export const readyzRoute = HttpRouter.add(
+  "GET",
+  "/readyz",
+  Effect.flatMap(
+    Effect.service(Readiness),
+    (readiness) =>
+      Effect.map(readiness.status, (status) =>
+        status._tag === "Ready"
+          ? HttpServerResponse.jsonUnsafe({ status: "ready" })
+          : HttpServerResponse.jsonUnsafe({ status: status._tag }, { status: 503, headers: { "retry-after": "1" } }))
+  )
+)
+
+/**
+ * The Prometheus endpoint (`GET /metrics`) and `GET /readyz` on `DERIVER_METRICS_PORT`.
  *
  * @since 0.1.0
  */
 export const metricsLayer = Layer.unwrap(Effect.gen(function*() {
   const { metricsPort } = yield* appConfig
-  return HttpRouter.serve(PrometheusMetrics.layerHttp({ path: "/metrics" })).pipe(
+  return HttpRouter.serve(Layer.mergeAll(PrometheusMetrics.layerHttp({ path: "/metrics" }), readyzRoute)).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port: metricsPort, host: "0.0.0.0" }))
   )
 }))
@@ -70,6 +117,7 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
  * @since 0.1.0
  */
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
+  Layer.provideMerge(readinessLayer),
   Layer.provide(DbSession.layerConfig),
   Layer.provide(loggerLayer)
 )

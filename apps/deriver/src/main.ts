@@ -1,10 +1,15 @@
 /**
- * Entry point: `node --conditions=@resilience/source apps/deriver/src/main.ts`.
+ * Entry point: `node --conditions=@resilience/source apps/deriver/src/main.ts`. Starts whether or not the
+ * database answers; stops only for an invalid setting or a misconfigured database, naming it.
  *
  * @since 0.1.0
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import * as App from "./App.ts"
 
-NodeRuntime.runMain(Layer.launch(App.layer))
+Effect.scoped(Effect.gen(function*() {
+  const context = yield* Layer.build(App.layer)
+  yield* Context.get(context, App.Readiness).await
+  return yield* Effect.never
+})).pipe(NodeRuntime.runMain)

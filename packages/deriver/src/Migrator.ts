@@ -123,3 +123,37 @@ export const run = (
     ),
     Effect.withSpan("Migrator.run", { attributes: { schema } })
   )
+
+/**
+ * How many migrations of the components have not run in a schema yet (all of them when the schema or its
+ * migrations table does not exist). One checkout, read only: for processes that do not migrate but wait until
+ * someone has.
+ *
+ * @since 0.1.0
+ */
+export const pending = (
+  schema: SchemaName.SchemaName,
+  components: ReadonlyArray<Component>
+): Effect.Effect<number, DbError, DbSession> =>
+  Effect.gen(function*() {
+    const session = yield* DbSession
+    const total = components.reduce((sum, component) => sum + component.migrations.length, 0)
+    return yield* session.withConnection((connection) =>
+      Effect.gen(function*() {
+        const exists = yield* connection.query<{ present: boolean }>(
+          "SELECT to_regclass($1) IS NOT NULL AS present",
+          [SchemaName.qualify(schema, table)]
+        )
+        if (exists[0]?.present !== true) return total
+        const done = yield* connection.query<{ component: string; version: number }>(
+          `SELECT component, version FROM ${SchemaName.qualify(schema, table)}`
+        )
+        const ran = new Set(done.map((row) => `${row.component}:${row.version}`))
+        return components.reduce(
+          (sum, component) =>
+            sum + component.migrations.filter((migration) => !ran.has(`${component.name}:${migration.version}`)).length,
+          0
+        )
+      })
+    )
+  }).pipe(Effect.withSpan("Migrator.pending", { attributes: { schema } }))

@@ -96,3 +96,11 @@ export * as SchemaName from "./SchemaName.ts"
  * @since 0.1.0
  */
 export * as Scheduling from "./Scheduling.ts"
+
+/**
+ * A tenant schema's readiness: migrations (or a check for pending ones) on a jittered schedule, in the
+ * background, until the database answers.
+ *
+ * @since 0.1.0
+ */
+export * as SchemaReadiness from "./SchemaReadiness.ts"

@@ -44,7 +44,7 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     name: "api",
     entry: join(repositoryRoot, "apps", "api", "src", "main.ts"),
     env: { ...common, API_PORT: String(options.apiPort), API_ADMIN_TOKEN: options.adminToken },
-    readyWhen: "api ready",
+    readyWhen: "schema ready",
     onLine: options.onLine
   })
   const deriver = yield* Child.start({

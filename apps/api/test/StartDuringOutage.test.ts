@@ -1,0 +1,143 @@
+/**
+ * The production entry points started while the database refuses every connection: nobody exits, the APIs
+ * answer `/readyz` 503 with `Retry-After` (and `/healthz` 200) for as long as it lasts, and after the release
+ * they become ready by themselves, one of them having migrated the schema, and accept a write.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Cluster, Saturation } from "@resilience/local-postgres"
+import { Effect } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+import { adminToken, request } from "./TestServer.ts"
+
+const root = fileURLToPath(new URL("../../../", import.meta.url))
+
+interface Running {
+  readonly name: string
+  readonly child: ChildProcess
+  readonly output: () => string
+  readonly exitCode: () => number | null | "running"
+}
+
+/** Spawns an app's entry point; killed when the scope closes. */
+const launch = (name: string, entry: string, env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.sync((): Running => {
+      const child = spawn(process.execPath, ["--conditions=@resilience/source", entry], {
+        cwd: root,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+      let exit: number | null | "running" = "running"
+      child.on("exit", (code) => (exit = code))
+      return { name, child, output: () => output, exitCode: () => exit }
+    }),
+    (running) =>
+      Effect.callback<void>((resume) => {
+        if (running.exitCode() !== "running") return resume(Effect.void)
+        running.child.once("exit", () => resume(Effect.void))
+        running.child.kill("SIGKILL")
+      })
+  )
+
+const waitUntil = <A>(what: string, check: Effect.Effect<A | undefined>, timeoutMillis: number) =>
+  Effect.gen(function*() {
+    const deadline = performance.now() + timeoutMillis
+    while (performance.now() < deadline) {
+      const value = yield* check
+      if (value !== undefined) return value
+      yield* Effect.sleep("100 millis")
+    }
+    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+  })
+
+/** The API's address, from its `api listening` log line. */
+const apiAddress = (running: Running) =>
+  waitUntil(
+    `${running.name} listening`,
+    Effect.sync(() => {
+      const line = running.output().split("\n").find((text) => text.includes("api listening"))
+      if (line === undefined) return undefined
+      const port = (JSON.parse(line) as { annotations?: { port?: number } }).annotations?.port
+      return port === undefined ? undefined : { baseUrl: `http://127.0.0.1:${port}` }
+    }),
+    60_000
+  )
+
+describe("processes started during an outage", () => {
+  it.live(
+    "stay up, answer 503 with Retry-After meanwhile, migrate once and serve after the release",
+    () =>
+      Effect.gen(function*() {
+        const cluster = yield* Cluster.start({ maxConnections: 6 })
+        const outage = yield* Scope.make()
+        const hogs = yield* saturate(cluster.url).pipe(Scope.provide(outage))
+        assert.isAbove(hogs.length, 0)
+        const common = { DATABASE_URL: cluster.url, DB_SCHEMA: "outage", DB_CONNECT_TIMEOUT_SECONDS: "1" }
+        const api = "apps/api/src/main.ts"
+        const apis = [
+          yield* launch("api-1", api, { ...common, API_PORT: "0", API_HOST: "127.0.0.1", API_ADMIN_TOKEN: adminToken }),
+          yield* launch("api-2", api, { ...common, API_PORT: "0", API_HOST: "127.0.0.1", API_ADMIN_TOKEN: adminToken })
+        ]
+        const deriver = yield* launch("deriver", "apps/deriver/src/main.ts", {
+          ...common,
+          DERIVER_METRICS_PORT: "0",
+          DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0"
+        })
+        const servers = [yield* apiAddress(apis[0]!), yield* apiAddress(apis[1]!)]
+
+        // saturated for several seconds: liveness yes, readiness no, and the refusal is a 503 with Retry-After
+        const saturatedUntil = performance.now() + 5_000
+        let refused = 0
+        while (performance.now() < saturatedUntil) {
+          for (const server of servers) {
+            const ready = yield* request(server, "GET", "/readyz")
+            assert.strictEqual(ready.status, 503, ready.text)
+            assert.match(ready.headers.get("retry-after") ?? "", /^\d+$/)
+            const write = yield* request(server, "POST", "/v1/workspaces", { token: adminToken, body: { name: "w" } })
+            assert.strictEqual(write.status, 503, write.text)
+            assert.strictEqual((yield* request(server, "GET", "/healthz")).status, 200)
+            refused++
+          }
+          yield* Effect.sleep("500 millis")
+        }
+        assert.isAbove(refused, 10)
+        for (const running of [...apis, deriver]) assert.strictEqual(running.exitCode(), "running", running.output())
+        assert.match(apis[0]!.output() + apis[1]!.output(), /database unavailable \(Saturated\); retrying in/)
+
+        yield* Effect.orDie(saturation.release)
+        for (const server of servers) {
+          yield* waitUntil(
+            "ready",
+            Effect.map(request(server, "GET", "/readyz"), (reply) => reply.status === 200 ? true : undefined),
+            60_000
+          )
+        }
+        const created = yield* request(servers[1]!, "POST", "/v1/workspaces", {
+          token: adminToken,
+          body: { name: "after-outage" }
+        })
+        assert.strictEqual(created.status, 201, created.text)
+        const token = (created.json as { token: string }).token
+        const posted = yield* request(servers[0]!, "POST", "/v1/workspaces/after-outage/sessions/s/messages", {
+          token,
+          body: { messages: [{ peer: "alice", content: "we survived the outage" }] }
+        })
+        assert.strictEqual(posted.status, 201, posted.text)
+        yield* waitUntil(
+          "deriver started",
+          Effect.sync(() => deriver.output().includes("deriver started") ? true : undefined),
+          60_000
+        )
+        const migrations = [...apis, deriver].map((running) =>
+          running.output().split("\n").filter((line) => line.includes("migrations applied")).length
+        )
+        assert.deepStrictEqual(migrations.reduce((a, b) => a + b, 0), 1, JSON.stringify(migrations))
+        for (const running of [...apis, deriver]) assert.strictEqual(running.exitCode(), "running", running.output())
+      }).pipe(Effect.scoped),
+    180_000
+  )
+})

@@ -1,0 +1,211 @@
+/**
+ * A tenant schema's readiness, for processes that start whether or not the database answers. A background
+ * fiber makes one attempt (one checkout) at a time: it runs the migrations (under the schema's advisory lock,
+ * see {@link Migrator.run}) or, for a process that does not migrate, checks that none is pending. Between
+ * attempts it sleeps on the jittered poll backoff of `@resilience/jitter` (1 → 2 → 4 → … → 30 s, each sleep
+ * uniform in ±50 %), never a fixed period. An unavailable database, a transient statement failure or pending
+ * migrations mean "try again later"; only a misconfiguration (bad credentials, unknown database, no privilege)
+ * stops the attempts, and {@link SchemaReadiness.await} fails with {@link SchemaMisconfigured} naming it.
+ *
+ * Until the schema is ready, {@link SchemaReadiness.ensure} fails at once with a `DatabaseUnavailable` (the last
+ * attempt's, or `NotAcceptingConnections` while the first attempt runs or migrations are pending): an API
+ * answers it with a 503 and `Retry-After` without a checkout of its own.
+ *
+ * @since 0.1.0
+ */
+import { Classify, DatabaseMisconfigured, DatabaseUnavailable, DbSession } from "@resilience/db-session"
+import type { DbError } from "@resilience/db-session"
+import { PollBackoff } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/jitter"
+import { Deferred, Duration, Effect, Metric, Ref, Schema } from "effect"
+import type { Scope } from "effect"
+import * as Failures from "./Failures.ts"
+import * as Migrator from "./Migrator.ts"
+import type * as SchemaName from "./SchemaName.ts"
+
+/**
+ * What to make ready.
+ *
+ * @since 0.1.0
+ */
+export interface Options {
+  readonly schema: SchemaName.SchemaName
+  readonly components: ReadonlyArray<Migrator.Component>
+  /** Run the migrations (`true`), or only wait until none is pending (`false`: someone else migrates). */
+  readonly migrate: boolean
+  /** The schedule between attempts (default: the poll backoff's defaults, 1 s → 30 s, ratio 0.5). */
+  readonly backoff?: PollBackoff.Options | undefined
+}
+
+/**
+ * Where the schema stands: `Starting` (first attempt running), `Waiting` (the last attempt said "later":
+ * `reason` is the database's unavailability reason, `Pending` or `QueryFailed`), `Ready`, or `Misconfigured`
+ * (attempts stopped).
+ *
+ * @since 0.1.0
+ */
+export type Status =
+  | { readonly _tag: "Starting" }
+  | { readonly _tag: "Waiting"; readonly reason: string; readonly detail: string; readonly error?: DbError }
+  | { readonly _tag: "Ready" }
+  | { readonly _tag: "Misconfigured"; readonly detail: string; readonly error: DbError }
+
+/**
+ * The database rejected this deployment's configuration while making the schema ready: no later attempt can
+ * help; the process should stop with this message.
+ *
+ * @since 0.1.0
+ */
+export class SchemaMisconfigured extends Schema.TaggedError<SchemaMisconfigured>()("SchemaMisconfigured", {
+  schema: Schema.String,
+  code: Schema.UndefinedOr(Schema.String),
+  message: Schema.String
+}) {}
+
+/**
+ * A schema's readiness, as seen by one process.
+ *
+ * @since 0.1.0
+ */
+export interface SchemaReadiness {
+  readonly status: Effect.Effect<Status>
+  /** Succeeds when the schema is ready; fails when the attempts stopped on a misconfiguration. */
+  readonly await: Effect.Effect<void, SchemaMisconfigured>
+  /**
+   * Succeeds at once when ready; otherwise fails at once (no checkout) with a `DatabaseUnavailable`, or with
+   * the `DatabaseMisconfigured` that stopped the attempts.
+   */
+  readonly ensure: Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfigured>
+}
+
+/**
+ * `schema_ready` (0 or 1): whether this process found its schema ready.
+ *
+ * @since 0.1.0
+ */
+export const readyGauge = Metric.gauge("schema_ready", {
+  description: "1 once this process found its tenant schema migrated, 0 before"
+})
+
+/**
+ * `schema_readiness_checks_total{outcome}`: `ready`, `unavailable`, `pending`, `failed`, `misconfigured`.
+ *
+ * @since 0.1.0
+ */
+export const checksTotal = Metric.counter("schema_readiness_checks_total", {
+  description: "Schema readiness checks (migration runs or pending checks), by outcome",
+  incremental: true
+})
+
+const isMisconfiguration = (error: DbError): boolean =>
+  error._tag === "DatabaseMisconfigured" ||
+  (error._tag === "QueryFailed" && Classify.verdict({ code: error.code, message: error.message })._tag ===
+      "Misconfigured")
+
+const notYet = (schema: string, detail: string) =>
+  new DatabaseUnavailable({
+    reason: "NotAcceptingConnections",
+    code: undefined,
+    message: `schema ${schema} is not ready yet: ${detail}`,
+    elapsedMillis: 0
+  })
+
+const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration) / 1000).toFixed(1)} s`
+
+/**
+ * Starts making the schema ready in the background of the current scope and returns its readiness. Invalid
+ * backoff options fail at once.
+ *
+ * @since 0.1.0
+ */
+export const start = Effect.fnUntraced(function*(
+  options: Options
+): Effect.fn.Return<SchemaReadiness, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
+  const { schema } = options
+  const backoff = yield* PollBackoff.make(options.backoff)
+  const status = yield* Ref.make<Status>({ _tag: "Starting" })
+  const done = yield* Deferred.make<void, SchemaMisconfigured>()
+  const session = yield* DbSession
+  const check: Effect.Effect<number, DbError> = (options.migrate
+    ? Effect.as(Migrator.run(schema, options.components), 0)
+    : Migrator.pending(schema, options.components)).pipe(Effect.provideService(DbSession, session))
+  const count = (outcome: string) => Metric.update(Metric.withAttributes(checksTotal, { outcome }), 1)
+
+  const later = (next: Status & { readonly _tag: "Waiting" }, outcome: string) =>
+    Effect.gen(function*() {
+      yield* Ref.set(status, next)
+      yield* count(outcome)
+      const delay = yield* backoff.advance
+      yield* Effect.logWarning(`${next.detail}; retrying in ${seconds(delay)}`).pipe(
+        Effect.annotateLogs({ schema, reason: next.reason })
+      )
+      return delay
+    })
+
+  const loop: Effect.Effect<void> = Effect.gen(function*() {
+    while (true) {
+      const result = yield* Effect.result(check)
+      if (result._tag === "Success") {
+        if (result.success === 0) {
+          yield* Ref.set(status, { _tag: "Ready" })
+          yield* count("ready")
+          yield* Metric.update(readyGauge, 1)
+          yield* Effect.logInfo("schema ready").pipe(Effect.annotateLogs({ schema, migrated: options.migrate }))
+          yield* Deferred.succeed(done, undefined)
+          return
+        }
+        yield* Effect.sleep(
+          yield* later({
+            _tag: "Waiting",
+            reason: "Pending",
+            detail: `waiting for ${result.success} migration(s) of schema ${schema} (run by another process)`
+          }, "pending")
+        )
+        continue
+      }
+      const error = result.failure
+      if (isMisconfiguration(error)) {
+        const detail = `database misconfigured for schema ${schema}: ${Failures.describe(error)}`
+        yield* Ref.set(status, { _tag: "Misconfigured", detail, error })
+        yield* count("misconfigured")
+        yield* Effect.logError(detail).pipe(Effect.annotateLogs({ schema }))
+        yield* Deferred.fail(done, new SchemaMisconfigured({ schema, code: error.code, message: detail }))
+        return
+      }
+      const reason = error._tag === "DatabaseUnavailable" ? error.reason : error._tag
+      const detail = error._tag === "DatabaseUnavailable"
+        ? `database unavailable (${error.reason})`
+        : `schema ${schema} not ready (${Failures.describe(error)})`
+      yield* Effect.sleep(
+        yield* later(
+          { _tag: "Waiting", reason, detail, error },
+          error._tag === "DatabaseUnavailable" ? "unavailable" : "failed"
+        )
+      )
+    }
+  })
+  yield* Metric.update(readyGauge, 0)
+  yield* Effect.forkScoped(loop)
+
+  const ensure = Effect.flatMap(Ref.get(status), (
+    current
+  ): Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfigured> => {
+    switch (current._tag) {
+      case "Ready":
+        return Effect.void
+      case "Starting":
+        return Effect.fail(notYet(schema, "first check running"))
+      case "Misconfigured":
+        return Effect.fail(
+          current.error._tag === "DatabaseMisconfigured"
+            ? current.error
+            : new DatabaseMisconfigured({ code: current.error.code, message: current.detail, elapsedMillis: 0 })
+        )
+      case "Waiting":
+        return Effect.fail(
+          current.error?._tag === "DatabaseUnavailable" ? current.error : notYet(schema, current.detail)
+        )
+    }
+  })
+  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies SchemaReadiness
+})

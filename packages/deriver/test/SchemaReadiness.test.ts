@@ -1,0 +1,103 @@
+import { assert, describe, it, layer } from "@effect/vitest"
+import { DbSession } from "@resilience/db-session"
+import { ClosedPort, TestDatabase } from "@resilience/test-db"
+import { Effect, Fiber, Layer, Logger, References } from "effect"
+import { TestClock } from "effect/testing"
+import { randomBytes } from "node:crypto"
+import * as Migrator from "../src/Migrator.ts"
+import * as QueueSchema from "../src/QueueSchema.ts"
+import * as SchemaName from "../src/SchemaName.ts"
+import * as SchemaReadiness from "../src/SchemaReadiness.ts"
+import { Database } from "./support.ts"
+
+const components = [QueueSchema.component]
+const newSchema = () => SchemaName.makeUnsafe(`r_${randomBytes(5).toString("hex")}`)
+
+/** A session that cannot connect (nothing listens on the port). */
+const unreachable = Layer.unwrap(Effect.map(ClosedPort.find, (closed) =>
+  DbSession.layer({
+    url: closed.url,
+    connectTimeout: "1 second",
+    poolClass: "null",
+    poolSize: 1,
+    driver: "pg"
+  })))
+
+describe("SchemaReadiness", () => {
+  it.effect(
+    "unreachable: not ready, fails fast with the database's reason, checks again only after a jittered sleep",
+    () =>
+      Effect.gen(function*() {
+        const messages: Array<string> = []
+        const readiness = yield* SchemaReadiness.start({ schema: newSchema(), components, migrate: true }).pipe(
+          Effect.provide(Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))]))
+        )
+        // the first check runs at once (real I/O); wait until it has failed
+        while ((yield* readiness.status)._tag === "Starting") {
+          yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
+        }
+        const status = yield* readiness.status
+        assert.strictEqual(status._tag, "Waiting")
+        const error = yield* Effect.flip(readiness.ensure)
+        assert.strictEqual(error._tag, "DatabaseUnavailable")
+        assert.strictEqual(error._tag === "DatabaseUnavailable" ? error.reason : "", "Unreachable")
+        assert.match(messages.join("\n"), /database unavailable \(Unreachable\); retrying in \d+\.\d s/)
+        // the first sleep is the base interval jittered by ±50 %: nothing before 0.5 s
+        const before = messages.length
+        yield* TestClock.adjust("499 millis")
+        assert.strictEqual(messages.length, before, "no second check within 0.5 s")
+      }).pipe(Effect.provide(unreachable)),
+    30_000
+  )
+
+  layer(Database)((it) => {
+    it.effect(
+      "instances starting together migrate once; a non-migrating one waits for them",
+      () =>
+        Effect.gen(function*() {
+          const schema = newSchema()
+          const messages: Array<string> = []
+          const capture = Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))])
+          const waiting = yield* SchemaReadiness.start({ schema, components, migrate: false }).pipe(
+            Effect.provide(capture)
+          )
+          const pending = yield* Migrator.pending(schema, components)
+          assert.strictEqual(pending, QueueSchema.component.migrations.length)
+          const migrating = yield* Effect.all(
+            Array.from({ length: 4 }, () => SchemaReadiness.start({ schema, components, migrate: true })),
+            { concurrency: "unbounded" }
+          ).pipe(Effect.provide(capture), Effect.provideService(References.MinimumLogLevel, "Info"))
+          yield* Effect.all(migrating.map((readiness) => readiness.await), { concurrency: "unbounded" })
+          assert.strictEqual(messages.filter((message) => message === "migrations applied").length, 1)
+          assert.strictEqual(yield* Migrator.pending(schema, components), 0)
+          // the waiting instance sees it on its next check (after its jittered sleep)
+          const awaited = yield* Effect.forkChild(waiting.await)
+          yield* TestClock.adjust("2 seconds")
+          yield* Fiber.join(awaited)
+          assert.strictEqual((yield* waiting.status)._tag, "Ready")
+          yield* waiting.ensure
+        }),
+      { timeout: 60_000 }
+    )
+
+    it.effect("a misconfigured database stops the attempts with an error naming it", () =>
+      Effect.gen(function*() {
+        const database = yield* TestDatabase
+        const url = new URL(database.url)
+        url.password = "wrong-password"
+        const readiness = yield* SchemaReadiness.start({ schema: newSchema(), components, migrate: true }).pipe(
+          Effect.provide(DbSession.layer({
+            url: url.toString(),
+            connectTimeout: "2 seconds",
+            poolClass: "null",
+            poolSize: 1,
+            driver: "pg"
+          }))
+        )
+        const error = yield* Effect.flip(readiness.await)
+        assert.strictEqual(error._tag, "SchemaMisconfigured")
+        assert.include(error.message, "password authentication failed")
+        assert.strictEqual((yield* readiness.status)._tag, "Misconfigured")
+      }), { timeout: 60_000 })
+  })
+})
