@@ -3,8 +3,8 @@
  * code that says the outcome, for deployments that migrate before a rollout:
  *
  * - 0: the schema is up to date (migrations applied, or none pending);
- * - 75 (`EX_TEMPFAIL`): the database is unavailable (saturated, unreachable, not accepting connections); run it
- *   again later;
+ * - 75 (`EX_TEMPFAIL`): the database is unavailable (saturated, unreachable, not accepting connections) or the
+ *   statement failed for a passing reason (lock timeout, serialization failure); run it again later;
  * - 78 (`EX_CONFIG`): an invalid setting, or the database rejected the configuration (credentials, unknown
  *   database, missing privilege);
  * - 1: a migration failed.
@@ -28,13 +28,12 @@ import type { Config } from "effect"
  */
 export const exitCodes = { ok: 0, failed: 1, unavailable: 75, misconfigured: 78 } as const
 
-const outcome = (error: DbError): number => {
-  if (error._tag === "DatabaseUnavailable") return exitCodes.unavailable
-  if (error._tag === "DatabaseMisconfigured") return exitCodes.misconfigured
-  return Classify.verdict({ code: error.code, message: error.message })._tag === "Misconfigured"
+const outcome = (error: DbError): number =>
+  Classify.isTemporary(error)
+    ? exitCodes.unavailable
+    : Classify.isMisconfigured(error)
     ? exitCodes.misconfigured
     : exitCodes.failed
-}
 
 const program: Effect.Effect<number, Config.ConfigError> = Effect.gen(function*() {
   const schema = yield* SchemaName.config("DB_SCHEMA")

@@ -97,11 +97,6 @@ export const checksTotal = Metric.counter("schema_readiness_checks_total", {
   incremental: true
 })
 
-const isMisconfiguration = (error: DbError): boolean =>
-  error._tag === "DatabaseMisconfigured" ||
-  (error._tag === "QueryFailed" && Classify.verdict({ code: error.code, message: error.message })._tag ===
-      "Misconfigured")
-
 const notYet = (schema: string, detail: string) =>
   new DatabaseUnavailable({
     reason: "NotAcceptingConnections",
@@ -164,7 +159,7 @@ export const start = Effect.fnUntraced(function*(
         continue
       }
       const error = result.failure
-      if (isMisconfiguration(error)) {
+      if (Classify.isMisconfigured(error)) {
         const detail = `database misconfigured for schema ${schema}: ${Failures.describe(error)}`
         yield* Ref.set(status, { _tag: "Misconfigured", detail, error })
         yield* count("misconfigured")
