@@ -73,9 +73,8 @@ describe("processes started during an outage", () => {
     () =>
       Effect.gen(function*() {
         const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const outage = yield* Scope.make()
-        const hogs = yield* saturate(cluster.url).pipe(Scope.provide(outage))
-        assert.isAbove(hogs.length, 0)
+        const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+        assert.isAbove(saturation.held, 0)
         const common = { DATABASE_URL: cluster.url, DB_SCHEMA: "outage", DB_CONNECT_TIMEOUT_SECONDS: "1" }
         const api = "apps/api/src/main.ts"
         const apis = [
