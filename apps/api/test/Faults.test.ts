@@ -1,10 +1,11 @@
 /**
  * The API under the faults a managed PostgreSQL really has: the database turns read-only (as right after a
- * failover, every write fails with 25006). Writes answer 503 with Retry-After while it lasts, reads keep
- * working, and writes succeed again afterwards.
+ * failover, every write fails with 25006), and a statement hangs behind a lock another session holds. Writes
+ * answer 503 with Retry-After while it lasts, within the statement deadline, reads keep working, and writes
+ * succeed again afterwards.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { TestDatabase } from "@resilience/test-db"
+import { TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect } from "effect"
 import pg from "pg"
 import { createWorkspace, request, start } from "./TestServer.ts"
@@ -52,6 +53,32 @@ describe("apps/api under database faults", () => {
             during.map((r) => r.status).join(",")
           } queue=${queue.status} after=${after.status}`
         )
+      }))
+
+    it.effect("a write stuck behind a lock: 503 with Retry-After within the statement deadline, then it recovers", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const api = yield* start({ url: db.url, schema: "hanging", statementTimeout: "500 millis" })
+        const token = yield* createWorkspace(api, "acme")
+        const post = request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
+          token,
+          body: { messages: [{ peer: "alice", content: "hello" }] }
+        })
+        const stuck = yield* Effect.scoped(Effect.gen(function*() {
+          yield* TableLock.hold(db.url, "hanging.messages")
+          return yield* post
+        }))
+        const after = yield* post
+        console.log(
+          `[figures] API write behind a lock (statement timeout 500 ms): ${stuck.status} in ${
+            Math.round(stuck.millis)
+          } ms`
+        )
+        assert.strictEqual(stuck.status, 503, stuck.text)
+        assert.strictEqual(stuck.headers.get("retry-after"), "1")
+        // The server's statement_timeout (500 ms) ends it; the client-side bound (1.5 s) is the backstop.
+        assert.isBelow(stuck.millis, 1_500 + 1_000)
+        assert.strictEqual(after.status, 201, after.text)
       }))
   })
 })

@@ -29,6 +29,7 @@ export interface Options {
   readonly schema?: string | undefined
   readonly migrate?: boolean | undefined
   readonly connectTimeout?: Duration.Input | undefined
+  readonly statementTimeout?: Duration.Input | undefined
   readonly maxBodyBytes?: number | undefined
   /** Wait until the schema is ready before returning (default: when migrating). */
   readonly awaitReady?: boolean | undefined
@@ -58,6 +59,7 @@ export const start = (options: Options) =>
         Layer.provide(DbSession.layer({
           url: options.url,
           connectTimeout: options.connectTimeout ?? Duration.seconds(2),
+          statementTimeout: options.statementTimeout,
           poolClass: "null",
           poolSize: 10,
           driver: "pg",

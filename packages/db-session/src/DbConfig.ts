@@ -18,9 +18,16 @@ export interface Options {
   readonly driver: DriverName
   /** `application_name` shown in `pg_stat_activity`; default `resilience`. */
   readonly applicationName?: string
+  /**
+   * Deadline of one statement; default 30 seconds. Inside a transaction the server enforces it
+   * (`SET LOCAL statement_timeout`, with the `BEGIN`); every statement also has a client-side bound of this plus
+   * one second, after which the statement is cancelled on the server and its connection closed.
+   */
+  readonly statementTimeout?: Duration.Input | undefined
 }
 
 const positive = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(3600))
+const statementSeconds = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(86_400))
 const poolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))
 
 /** The environment variables of {@link DbSession.layerConfig}, parsed and validated. */
@@ -33,5 +40,9 @@ export const config: Config.Config<Options> = Config.all({
   poolClass: Config.Literals(["null", "queue"], "DB_POOL_CLASS").pipe(Config.withDefault("null" as const)),
   poolSize: Config.schema(poolSize, "DB_POOL_SIZE").pipe(Config.withDefault(10)),
   driver: Config.Literals(["pg", "postgres"], "DB_DRIVER").pipe(Config.withDefault("pg" as const)),
-  applicationName: Config.String("DB_APPLICATION_NAME").pipe(Config.withDefault("resilience"))
+  applicationName: Config.String("DB_APPLICATION_NAME").pipe(Config.withDefault("resilience")),
+  statementTimeout: Config.schema(statementSeconds, "DB_STATEMENT_TIMEOUT_SECONDS").pipe(
+    Config.withDefault(30),
+    Config.map((seconds) => Duration.millis(Math.round(seconds * 1000)))
+  )
 })

@@ -41,7 +41,7 @@ export class DbSession extends Context.Service<DbSession, {
   /**
    * A session configured from the environment: `DATABASE_URL` (required), `DB_CONNECT_TIMEOUT_SECONDS` (2),
    * `DB_POOL_CLASS` (`null` | `queue`, default `null`), `DB_POOL_SIZE` (10), `DB_DRIVER` (`pg` | `postgres`,
-   * default `pg`), `DB_APPLICATION_NAME` (`resilience`).
+   * default `pg`), `DB_APPLICATION_NAME` (`resilience`), `DB_STATEMENT_TIMEOUT_SECONDS` (30).
    */
   static readonly layerConfig: Layer.Layer<DbSession, Config.ConfigError> = Layer.unwrap(
     Effect.map(Effect.suspend(() => DbConfig.config), (options) => DbSession.layer(options))
@@ -51,6 +51,15 @@ export class DbSession extends Context.Service<DbSession, {
 /** The driver for a name. */
 export const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.driver : PostgresDriver.driver
 
+/** The client-side statement deadline passed: `STATEMENT_TIMEOUT`, transient in the table. */
+const statementTimedOut = (deadlineMillis: number) =>
+  Object.assign(
+    new Error(
+      `no answer to the statement within ${deadlineMillis} ms (DB_STATEMENT_TIMEOUT_SECONDS + 1 s); cancelled on the server and its connection closed`
+    ),
+    { code: "STATEMENT_TIMEOUT" }
+  )
+
 const invalid = (message: string) => Effect.die(new Error(`@resilience/db-session: ${message}`))
 
 /** Builds the service; the pool (and its idle connections) lives as long as the surrounding scope. */
@@ -59,6 +68,16 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   if (!(connectTimeoutMillis > 0) || !Number.isFinite(connectTimeoutMillis)) {
     return yield* invalid(`connectTimeout must be a positive, finite duration (got ${String(options.connectTimeout)})`)
   }
+  const statementTimeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(options.statementTimeout ?? "30 seconds"))
+  if (!(statementTimeoutMillis > 0) || !Number.isFinite(statementTimeoutMillis)) {
+    return yield* invalid(
+      `statementTimeout must be a positive, finite duration (got ${String(options.statementTimeout)})`
+    )
+  }
+  // The client-side bound: a little after the server's own timeout, so that inside a transaction the server
+  // cancels first (57014, the connection stays usable) and the client only steps in when the server or the
+  // path to it does not answer.
+  const statementDeadlineMillis = statementTimeoutMillis + 1000
   if (!Number.isInteger(options.poolSize) || options.poolSize < 1) {
     return yield* invalid(`poolSize must be an integer >= 1 (got ${options.poolSize})`)
   }
@@ -115,6 +134,14 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
         return Effect.gen(function*() {
           const startedAt = yield* Clock.currentTimeNanos
           return yield* raw.query(sql, params).pipe(
+            // Interrupting the statement (the deadline, a shutdown, a request that gave up) closes its connection
+            // and cancels it on the server: a statement waiting on a lock would otherwise run on until it next
+            // writes to the socket.
+            Effect.onInterrupt(() => Effect.asVoid(Effect.forkDetach(raw.cancel(connectTimeoutMillis)))),
+            Effect.timeoutOrElse({
+              duration: statementDeadlineMillis,
+              orElse: () => Effect.fail(statementTimedOut(statementDeadlineMillis))
+            }),
             Effect.catch((error) =>
               Effect.flatMap(
                 Clock.currentTimeNanos,
@@ -146,7 +173,9 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   ): Effect.Effect<A, E | QueryFailed | DatabaseUnavailable, R> =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        yield* restore(connection.query("BEGIN"))
+        // One round trip: the server's own deadline for every statement of this transaction, and only of it
+        // (SET LOCAL ends with the transaction, so nothing leaks to the next user of a pooled connection).
+        yield* restore(connection.query(`BEGIN; SET LOCAL statement_timeout = ${Math.round(statementTimeoutMillis)}`))
         const exit = yield* Effect.exit(restore(f(connection)))
         if (Exit.isSuccess(exit)) {
           yield* restore(connection.query("COMMIT"))

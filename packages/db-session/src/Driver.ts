@@ -4,6 +4,12 @@
  */
 import type { Effect } from "effect"
 
+/**
+ * TCP keepalive on every connection: the first probe after this long without traffic, so a peer that died
+ * without closing (a failed-over host, a dropped NAT entry) is noticed by the operating system.
+ */
+export const keepAliveInitialDelayMillis = 10_000
+
 /** Which client library opens the connections. */
 export type DriverName = "pg" | "postgres"
 
@@ -26,6 +32,11 @@ export interface RawConnection {
   readonly reusable: () => boolean
   /** Marks the connection as not reusable: it is closed when its checkout ends. */
   readonly invalidate: () => void
+  /**
+   * Asks the server to stop the statement running on this connection (a CancelRequest on a separate short
+   * connection), within `timeoutMillis`; best effort, never fails.
+   */
+  readonly cancel: (timeoutMillis: number) => Effect.Effect<void>
   /** Closes the connection politely, bounded; never fails. */
   readonly close: Effect.Effect<void>
 }

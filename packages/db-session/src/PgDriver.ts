@@ -4,7 +4,24 @@
  */
 import { Effect } from "effect"
 import pg from "pg"
-import type { ConnectOptions, Driver, RawConnection } from "./Driver.ts"
+import * as Cancel from "./Cancel.ts"
+import { type ConnectOptions, type Driver, keepAliveInitialDelayMillis, type RawConnection } from "./Driver.ts"
+
+/** The parts of `pg.Client` a cancel needs (set after the startup; not in pg's type declarations). */
+interface BackendFields {
+  readonly host: string
+  readonly port: number
+  readonly processID: number | null
+  readonly secretKey: number | null
+}
+
+const cancel = (client: pg.Client, timeoutMillis: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const { host, port, processID, secretKey } = client as unknown as BackendFields
+    return processID === null || secretKey === null
+      ? Effect.void
+      : Cancel.send({ host, port }, { pid: processID, secret: secretKey }, timeoutMillis)
+  })
 
 const destroy = (client: pg.Client): void => {
   client.connection.stream.destroy()
@@ -14,7 +31,9 @@ const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void
   query: (sql, params) =>
     Effect.callback<ReadonlyArray<unknown>, unknown>((resume) => {
       client.query({ text: sql, values: [...params] }).then(
-        (result) => resume(Effect.succeed(result.rows)),
+        // Several statements in one simple query (`BEGIN; SET LOCAL …`) answer with one result each.
+        (result: pg.QueryResult | Array<pg.QueryResult>) =>
+          resume(Effect.succeed(Array.isArray(result) ? result.at(-1)?.rows ?? [] : result.rows)),
         (error: unknown) => resume(Effect.fail(error))
       )
       return Effect.sync(() => {
@@ -23,6 +42,7 @@ const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void
       })
     }),
   reusable: () => !isBroken() && client.getTransactionStatus() === "I",
+  cancel: (timeoutMillis) => cancel(client, timeoutMillis),
   invalidate: markBroken,
   close: Effect.callback<void>((resume) => {
     markBroken()
@@ -41,7 +61,9 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
     const client = new pg.Client({
       connectionString: options.url,
       connectionTimeoutMillis: options.timeoutMillis,
-      application_name: options.applicationName
+      application_name: options.applicationName,
+      keepAlive: true,
+      keepAliveInitialDelayMillis
     })
     let broken = false
     const markBroken = () => {

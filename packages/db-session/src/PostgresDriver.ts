@@ -8,7 +8,8 @@
 import { Effect } from "effect"
 import { connect as netConnect, type Socket } from "node:net"
 import postgres from "postgres"
-import type { ConnectOptions, Driver, RawConnection } from "./Driver.ts"
+import * as Cancel from "./Cancel.ts"
+import { type ConnectOptions, type Driver, keepAliveInitialDelayMillis, type RawConnection } from "./Driver.ts"
 
 /** The error postgres.js receives when it tries to open a second socket for the same connection. */
 const secondSocket = (): Error =>
@@ -28,6 +29,7 @@ const openSocket = (options: SocketOptions): Promise<Socket> =>
       ? netConnect(options.path)
       : netConnect({ host: options.host[0] ?? "localhost", port: options.port[0] ?? 5432 })
     socket.setNoDelay(true)
+    socket.setKeepAlive(true, keepAliveInitialDelayMillis)
     socket.once("error", reject)
     socket.once("connect", () => {
       socket.removeListener("error", reject)
@@ -38,6 +40,8 @@ const openSocket = (options: SocketOptions): Promise<Socket> =>
 const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown> =>
   Effect.callback<RawConnection, unknown>((resume) => {
     let socket: Socket | undefined
+    let address: Cancel.Address | undefined
+    let backend: Cancel.BackendKey | undefined
     let handedOut = false
     let broken = false
     const destroy = () => {
@@ -67,6 +71,9 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
       socket: (socketOptions: SocketOptions): Promise<Socket> => {
         if (handedOut) return Promise.reject(secondSocket())
         handedOut = true
+        address = socketOptions.path
+          ? { path: socketOptions.path }
+          : { host: socketOptions.host[0] ?? "localhost", port: socketOptions.port[0] ?? 5432 }
         return openSocket(socketOptions).then((opened) => {
           if (broken) {
             // The attempt was interrupted while the TCP connect was in flight.
@@ -100,6 +107,8 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
           return Effect.sync(destroyAll)
         }),
       reusable: () => !broken,
+      cancel: (timeoutMillis) =>
+        address === undefined || backend === undefined ? Effect.void : Cancel.send(address, backend, timeoutMillis),
       invalidate: () => {
         broken = true
       },
@@ -117,7 +126,14 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
     }
     // postgres.js connects lazily: the first statement opens the connection (and ends the attempt).
     sql.unsafe("select 1").then(
-      () => resume(Effect.succeed(raw)),
+      (rows) => {
+        // postgres.js hangs the connection's BackendKeyData on each result as `state`.
+        const state = (rows as unknown as { readonly state?: { pid: number | null; secret: number | null } }).state
+        if (typeof state?.pid === "number" && typeof state.secret === "number") {
+          backend = { pid: state.pid, secret: state.secret }
+        }
+        resume(Effect.succeed(raw))
+      },
       (error: unknown) => {
         destroyAll()
         resume(Effect.fail(error))

@@ -15,6 +15,7 @@ describe("DbSession config", () => {
       assert.strictEqual(options.poolSize, 10)
       assert.strictEqual(options.driver, "pg")
       assert.strictEqual(options.applicationName, "resilience")
+      assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.statementTimeout ?? 0)), 30_000)
       assert.notInclude(String(options.url), "secret")
     }))
 
@@ -26,8 +27,10 @@ describe("DbSession config", () => {
         DB_POOL_CLASS: "queue",
         DB_POOL_SIZE: "3",
         DB_DRIVER: "postgres",
-        DB_APPLICATION_NAME: "deriver"
+        DB_APPLICATION_NAME: "deriver",
+        DB_STATEMENT_TIMEOUT_SECONDS: "2.5"
       })
+      assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.statementTimeout ?? 0)), 2500)
       assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout)), 500)
       assert.strictEqual(options.poolClass, "queue")
       assert.strictEqual(options.poolSize, 3)
@@ -42,7 +45,10 @@ describe("DbSession config", () => {
       ["DB_POOL_CLASS", "static"],
       ["DB_POOL_SIZE", "0"],
       ["DB_POOL_SIZE", "2.5"],
-      ["DB_DRIVER", "mysql"]
+      ["DB_DRIVER", "mysql"],
+      ["DB_STATEMENT_TIMEOUT_SECONDS", "0"],
+      ["DB_STATEMENT_TIMEOUT_SECONDS", "86401"],
+      ["DB_STATEMENT_TIMEOUT_SECONDS", "forever"]
     ] as const
   ) {
     it.effect(`refuses ${variable}=${value} and names the variable`, () =>

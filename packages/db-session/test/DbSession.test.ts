@@ -7,14 +7,7 @@ import { Saturation } from "@resilience/local-postgres"
 import { ClosedPort, CountingProxy, PgBouncer, SilentListener, SupavisorStandIn } from "@resilience/test-db"
 import { Deferred, Effect, Exit, Fiber, Metric } from "effect"
 import { type CheckoutError, DatabaseUnavailable, DbSession, Metrics, QueryFailed } from "../src/index.ts"
-import { appName, backends, eventually, freshMetrics, Server, session } from "./support.ts"
-
-const matrix = [
-  { driver: "pg", poolClass: "null" },
-  { driver: "pg", poolClass: "queue" },
-  { driver: "postgres", poolClass: "null" },
-  { driver: "postgres", poolClass: "queue" }
-] as const
+import { appName, backends, eventually, freshMetrics, matrix, Server, session } from "./support.ts"
 
 /** One checkout that does nothing; its error, or a failed test if it succeeds. */
 const checkoutFailure = Effect.gen(function*() {

@@ -5,6 +5,14 @@ import pg from "pg"
 import type { DbConfig } from "../src/index.ts"
 import { DbSession } from "../src/index.ts"
 
+/** Both drivers with both pool classes: every conformance test runs for each. */
+export const matrix = [
+  { driver: "pg", poolClass: "null" },
+  { driver: "pg", poolClass: "queue" },
+  { driver: "postgres", poolClass: "null" },
+  { driver: "postgres", poolClass: "queue" }
+] as const
+
 /** Slots of the test cluster (`max_connections`, no reserved slots). */
 export const maxConnections = 6
 

@@ -112,24 +112,27 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         )
       )
 
-    // Claiming and handing units to workers is one uninterruptible step: a shutdown never strands a unit
-    // that the database says we own but no worker holds.
+    // The poll itself is interruptible: a shutdown does not wait for a statement stuck behind a hung pooler or
+    // a lock (interrupting it closes the connection and cancels the statement on the server). Handing claimed
+    // units to workers is one uninterruptible step, so a shutdown never strands a unit that the database says
+    // we own but no worker holds; a claim cut short after its commit leaves rows that `releaseAll` removes.
     const poll = (limit: number, cleanup: boolean): Effect.Effect<ReadonlyArray<string> | undefined, never, R> =>
-      source.poll(limit, cleanup).pipe(
-        Effect.flatMap((units) =>
-          Effect.gen(function*() {
-            for (const unit of units) {
-              yield* semaphore.take(1)
-              held.add(unit)
-              yield* FiberSet.run(workers, runUnit(unit))
-            }
-            if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
-            yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
-            return units as ReadonlyArray<string> | undefined
-          })
-        ),
-        Effect.catch(() => Effect.succeed(undefined)),
-        Effect.uninterruptible
+      Effect.uninterruptibleMask((restore) =>
+        restore(source.poll(limit, cleanup)).pipe(
+          Effect.flatMap((units) =>
+            Effect.gen(function*() {
+              for (const unit of units) {
+                yield* semaphore.take(1)
+                held.add(unit)
+                yield* FiberSet.run(workers, runUnit(unit))
+              }
+              if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
+              yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
+              return units as ReadonlyArray<string> | undefined
+            })
+          ),
+          Effect.catch(() => Effect.succeed(undefined))
+        )
       )
 
     const loop = Effect.gen(function*() {

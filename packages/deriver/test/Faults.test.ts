@@ -6,8 +6,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { TestDatabase } from "@resilience/test-db"
-import { Effect, Layer, Logger, References, Scope } from "effect"
+import { TableLock, TestDatabase } from "@resilience/test-db"
+import { Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as Handlers from "../src/Handlers.ts"
 import * as Queue from "../src/Queue.ts"
@@ -54,6 +54,11 @@ const setReadOnly = (on: boolean) =>
       )
     )
   }).pipe(Effect.orDie)
+
+/** Backends of the deriver's session waiting on a lock right now. */
+const waitingOnLock = count(
+  "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'deriver-faults' AND wait_event_type = 'Lock'"
+)
 
 layer(Database, { excludeTestServices: true, timeout: "120 seconds" })("Deriver under faults (PostgreSQL)", (it) => {
   it.effect("read-only for seconds while items are pending: nothing errored, nothing lost, one WARN", () =>
@@ -115,5 +120,27 @@ layer(Database, { excludeTestServices: true, timeout: "120 seconds" })("Deriver 
       // statement was cut between conditions), not once per poll over three seconds of polling.
       assert.isAtLeast(warnings.length, 1)
       assert.isAtMost(warnings.length, 3)
+    }))
+
+  it.effect("a poll stuck behind a lock: shutdown completes within its grace and the poll is cancelled", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const schema = yield* freshSchema
+      // The default statement timeout (30 s) is far away: only the interruption can end the poll in time.
+      const config = yield* testConfig({ shutdownGraceSeconds: 2 })
+      const shutdownMillis = yield* Effect.scoped(Effect.gen(function*() {
+        yield* TableLock.hold(database.url, SchemaName.qualify(schema, "queue"))
+        const scope = yield* Scope.make()
+        yield* Scope.provide(Deriver.start({ schema, handlers: Handlers.make({}), config, owner: "stuck" }), scope)
+        yield* eventually(Effect.map(waitingOnLock, (n) => n >= 1))
+        const started = Date.now()
+        yield* Scope.close(scope, Exit.void)
+        const millis = Date.now() - started
+        // Cancelled on the server while the lock is still held: nothing of ours waits on it any more.
+        yield* eventually(Effect.map(waitingOnLock, (n) => n === 0), 5_000)
+        return millis
+      }))
+      console.log(`[figures] poll stuck behind a lock: shutdown took ${shutdownMillis} ms (grace 2000 ms)`)
+      assert.isBelow(shutdownMillis, 2_000)
     }))
 })

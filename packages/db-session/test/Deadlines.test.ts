@@ -1,0 +1,77 @@
+/**
+ * Every statement has a deadline, for both drivers and both pool classes, against a real server: a statement
+ * stuck behind a lock that another session holds fails at the client-side bound with `STATEMENT_TIMEOUT`
+ * (transient), is stopped on the server (a CancelRequest; no backend is left waiting on the lock) and its
+ * connection is not reused; inside a transaction the server's own `statement_timeout` cancels it first (57014).
+ */
+import { assert, describe, layer } from "@effect/vitest"
+import { TableLock } from "@resilience/test-db"
+import { Effect } from "effect"
+import { Classify, DbSession, QueryFailed } from "../src/index.ts"
+import { appName, eventually, matrix, Server, session } from "./support.ts"
+
+/** Backends of `applicationName` waiting on a lock right now. */
+const waitingOnLock = (applicationName: string) =>
+  Effect.gen(function*() {
+    const server = yield* Server
+    const rows = yield* server.admin<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'",
+      [applicationName]
+    )
+    return rows[0]?.n ?? -1
+  })
+
+const statementTimeoutMillis = 300
+
+layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("Statement deadlines", (it) => {
+  it.effect("setup", () =>
+    Effect.gen(function*() {
+      const server = yield* Server
+      yield* server.admin("create table if not exists deadline_locked (id int)")
+    }))
+
+  for (const { driver, poolClass } of matrix) {
+    describe(`${driver} / ${poolClass}`, () => {
+      it.effect("a statement behind a lock: STATEMENT_TIMEOUT at the bound, cancelled on the server", () =>
+        Effect.gen(function*() {
+          const { cluster } = yield* Server
+          const applicationName = appName(`deadline_${driver}_${poolClass}`)
+          yield* Effect.scoped(
+            Effect.gen(function*() {
+              yield* TableLock.hold(cluster.url, "deadline_locked")
+              const db = yield* DbSession
+              const started = Date.now()
+              const error = yield* Effect.flip(db.query("select * from deadline_locked"))
+              const elapsed = Date.now() - started
+              assert.instanceOf(error, QueryFailed, `${error._tag}: ${error.message}`)
+              assert.strictEqual(error.code, "STATEMENT_TIMEOUT")
+              assert.isTrue(Classify.isTransient(error))
+              // The client-side bound is the server's timeout plus one second; generous upper margin for load.
+              assert.isAtLeast(elapsed, statementTimeoutMillis + 1000 - 50)
+              assert.isBelow(elapsed, statementTimeoutMillis + 1000 + 3000)
+              // The CancelRequest stopped the statement on the server: nobody of ours waits on the lock any more.
+              assert.strictEqual(yield* eventually(waitingOnLock(applicationName), (n) => n === 0), 0)
+              // Inside a transaction the server's own statement_timeout fires first: 57014, transient.
+              const inTransaction = yield* Effect.flip(db.transaction((c) => c.query("select * from deadline_locked")))
+              assert.strictEqual(inTransaction._tag === "QueryFailed" && inTransaction.code, "57014")
+              assert.isTrue(Classify.isTransient(inTransaction))
+              assert.strictEqual(yield* eventually(waitingOnLock(applicationName), (n) => n === 0), 0)
+            }).pipe(
+              Effect.provide(session({
+                url: cluster.url,
+                applicationName,
+                driver,
+                poolClass,
+                statementTimeout: `${statementTimeoutMillis} millis`
+              }))
+            )
+          )
+          // The lock is gone: the same session serves statements again.
+          yield* Effect.gen(function*() {
+            const db = yield* DbSession
+            assert.deepStrictEqual(yield* db.query("select count(*)::int as n from deadline_locked"), [{ n: 0 }])
+          }).pipe(Effect.provide(session({ url: cluster.url, applicationName, driver, poolClass })))
+        }))
+    })
+  }
+})
