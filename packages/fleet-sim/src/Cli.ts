@@ -69,11 +69,39 @@ const describe = (params: Model.Params, scenarioName: Model.Scenario) => {
     } s, schedule starts at ${params.initialInterval}; acquisition ${acquisition}`,
     `pooler: ${params.pooler.maxClientConnections} clients, ${params.pooler.backendCeiling} backends, ${params.pooler.threads} thread(s), ` +
     `connect ${params.pooler.connectCostMillis} ms, reject ${params.pooler.rejectCostMillis} ms, relay ${params.pooler.relayCostMillis} ms; ` +
-    `database: ${params.database.cores} cores, claim ${params.database.claimMillis} ms; API ${params.api.requestsPerSecond} req/s` +
+    `database: ${params.database.cores} cores, claim ${params.database.claimMillis} ms, contention ${params.database.contention}; API ${params.api.requestsPerSecond} req/s` +
     (params.spike === undefined
       ? ""
-      : `; spike at ${params.spike.atSeconds} s for ${params.spike.seconds} s holding ${params.spike.backends} backends`)
+      : `; spike at ${params.spike.atSeconds} s for ${params.spike.seconds} s holding ${params.spike.backends} backends`),
+    ...describeAdaptive(params)
   ].join("\n")
+}
+
+/** The `adaptive` policy's settings, when the parameters have them. */
+const describeAdaptive = (params: Model.Params): ReadonlyArray<string> => {
+  const overload = params.overload
+  const admission = params.admission
+  if (overload === undefined && admission === undefined) return []
+  const lines: Array<string> = []
+  if (overload !== undefined) {
+    lines.push(
+      `adaptive deriver: slow poll > ${overload.slowPollMillis / 1000} s, overload cap ${
+        overload.maxMillis / 1000
+      } s, ×${overload.multiplier} per signal, ÷${overload.recoveryFactor} per fast poll; claim timeout ${
+        params.claimTimeoutMillis === 0 ? "none" : `${params.claimTimeoutMillis / 1000} s`
+      }`
+    )
+  }
+  if (admission !== undefined) {
+    const gate = admission.gate
+    lines.push(
+      `adaptive API: ${admission.instances} instances, limit ${gate.minConcurrency}–${gate.maxConcurrency} (×${gate.decreaseRatio} on unavailable or > ${gate.slowMillis} ms), ` +
+        `queue ${gate.queueTimeoutMillis} ms, circuit after ${gate.tripFailures} unavailable for ${gate.openMillis} ms ±${
+          gate.openJitterRatio * 100
+        }%`
+    )
+  }
+  return lines
 }
 
 const chartOf = (
@@ -105,7 +133,7 @@ const runCommand = Command.make(
   {
     scenario,
     policy: Flag.Literals("policy", Model.policies).pipe(
-      Flag.withDescription("baseline | jitter-only | failfast-only | fixed"),
+      Flag.withDescription("baseline | jitter-only | failfast-only | fixed | adaptive"),
       Flag.withDefault("baseline" as Model.Policy)
     ),
     seed,
@@ -146,6 +174,7 @@ const compareCommand = Command.make(
         first = params
         yield* Console.log(describe(params, scenario))
       }
+      if (policy === "adaptive") yield* Console.log(describeAdaptive(params).join("\n"))
       const { outcome, summary } = yield* simulate(params, `${scenario}/${policy}`)
       runs.push({ name: policy, outcome, summary })
     }
@@ -170,10 +199,10 @@ const compareCommand = Command.make(
           rule: { label: `client limit ${first.pooler.maxClientConnections}`, value: first.pooler.maxClientConnections }
         }
       ])
-      yield* writeFile(chart.value, yield* Chart.timeSeries(`${scenario}: the four policies`, panels, { height: 110 }))
+      yield* writeFile(chart.value, yield* Chart.timeSeries(`${scenario}: the policies`, panels, { height: 110 }))
     }
   })
-).pipe(Command.withDescription("Simulate one scenario under all four policies, side by side"))
+).pipe(Command.withDescription("Simulate one scenario under every policy, side by side"))
 
 const list = (name: string, description: string, fallback: string) =>
   Flag.String(name).pipe(Flag.withDescription(`${description} (comma-separated)`), Flag.withDefault(fallback))

@@ -40,6 +40,11 @@ export class EventQueue {
     return this.size === 0 ? Infinity : this.time[0]!
   }
 
+  /** The tag of the earliest event (the queue must not be empty). */
+  peekTag(): number {
+    return this.tag[0]!
+  }
+
   /** Schedules an event. */
   push(time: number, kind: number, subject: number, tag: number): void {
     if (this.size === this.time.length) this.grow()

@@ -5,8 +5,11 @@
  *
  * @since 0.1.0
  */
-import type { Scheduling } from "@resilience/deriver"
+import { DeriverConfig, type Overload, type Scheduling } from "@resilience/deriver"
 import type { PollBackoff } from "@resilience/jitter"
+import { Effect } from "effect"
+import type * as Gate from "./Gate.ts"
+import * as Limit from "./Limit.ts"
 import * as RetryBackoff from "./RetryBackoff.ts"
 
 /**
@@ -78,6 +81,17 @@ export interface Api {
 }
 
 /**
+ * The API's admission gate (the `adaptive` policy): one gate per API instance, requests spread over the
+ * instances in turn.
+ *
+ * @since 0.2.0
+ */
+export interface Admission {
+  readonly instances: number
+  readonly gate: Gate.Settings
+}
+
+/**
  * A load spike: `backends` long queries from another workload (a batch job, an API burst) hold backends and
  * cores from `atSeconds` for `seconds`.
  *
@@ -115,6 +129,12 @@ export interface Params {
   /** Where each deriver's schedule starts after its startup delay (`DERIVER_POLLING_INITIAL_INTERVAL`). */
   readonly initialInterval: Scheduling.InitialInterval
   readonly acquisition: Acquisition
+  /** The deriver's overload signals (`DERIVER_OVERLOAD_*`; the `adaptive` policy), or none. */
+  readonly overload: Overload.Settings | undefined
+  /** The claim's statement timeout: a claim still running after it is cancelled (0 = none). */
+  readonly claimTimeoutMillis: number
+  /** The API's admission gate (the `adaptive` policy), or none. */
+  readonly admission: Admission | undefined
   readonly pooler: Pooler
   readonly database: Database
   readonly work: Work
@@ -137,16 +157,16 @@ export const scenarios: ReadonlyArray<Scenario> = ["restart", "incident", "spike
 
 /**
  * The policies: `baseline` (no jitter, retry: the code of the incident), `jitter-only`, `failfast-only`,
- * `fixed` (both changes).
+ * `fixed` (both changes), `adaptive` (the fix, the deriver's overload signals and the API's admission gate).
  *
  * @since 0.1.0
  */
-export type Policy = "baseline" | "jitter-only" | "failfast-only" | "fixed"
+export type Policy = "baseline" | "jitter-only" | "failfast-only" | "fixed" | "adaptive"
 
 /**
  * @since 0.1.0
  */
-export const policies: ReadonlyArray<Policy> = ["baseline", "jitter-only", "failfast-only", "fixed"]
+export const policies: ReadonlyArray<Policy> = ["baseline", "jitter-only", "failfast-only", "fixed", "adaptive"]
 
 /**
  * The fix's jitter ratio (DERIVER_POLLING_JITTER_RATIO default).
@@ -156,11 +176,41 @@ export const policies: ReadonlyArray<Policy> = ["baseline", "jitter-only", "fail
 export const fixedJitterRatio = 0.5
 
 /**
+ * The claim's statement timeout under the `adaptive` policy.
+ *
+ * @since 0.2.0
+ */
+export const claimTimeoutMillis = 5_000
+
+/**
  * The fix's connect timeout (DB_CONNECT_TIMEOUT_SECONDS default).
  *
  * @since 0.1.0
  */
 export const fixedConnectTimeoutMillis = 2_000
+
+/**
+ * API instances behind the pooler, each with its own admission gate (the `adaptive` policy).
+ *
+ * @since 0.2.0
+ */
+export const apiInstances = 10
+
+/**
+ * The deriver's overload settings for a poll schedule, with the deriver's own defaults and validation
+ * (`DeriverConfig.make`: the overload cap defaults to ten times the idle cap).
+ *
+ * @since 0.2.0
+ */
+export const overloadFor = (poll: PollBackoff.Settings, input: DeriverConfig.Input = {}): Overload.Settings =>
+  Effect.runSync(DeriverConfig.make({
+    pollingSleepIntervalSeconds: poll.baseMillis / 1000,
+    pollingSleepMaxIntervalSeconds: poll.maxMillis / 1000,
+    pollingBackoffMultiplier: poll.multiplier,
+    pollingBackoffEnabled: poll.enabled,
+    pollingJitterRatio: poll.ratio,
+    ...input
+  })).overload
 
 /**
  * The spec's incident figures and the model's calibrated defaults (README: "Parameters").
@@ -196,13 +246,21 @@ export const policy = (
   poll: PollBackoff.Settings,
   retry: RetryBackoff.Settings = RetryBackoff.reference,
   connectTimeoutMillis: number = fixedConnectTimeoutMillis
-): Pick<Params, "poll" | "startupJitterMillis" | "acquisition"> => {
-  const jitter = name === "jitter-only" || name === "fixed"
-  const failfast = name === "failfast-only" || name === "fixed"
+): Pick<
+  Params,
+  "poll" | "startupJitterMillis" | "acquisition" | "overload" | "claimTimeoutMillis" | "admission"
+> => {
+  const adaptive = name === "adaptive"
+  const jitter = name === "jitter-only" || name === "fixed" || adaptive
+  const failfast = name === "failfast-only" || name === "fixed" || adaptive
+  const jittered = { ...poll, ratio: jitter ? fixedJitterRatio : 0 }
   return {
-    poll: { ...poll, ratio: jitter ? fixedJitterRatio : 0 },
+    poll: jittered,
     startupJitterMillis: jitter ? poll.maxMillis : 0,
-    acquisition: failfast ? { kind: "failfast", connectTimeoutMillis } : { kind: "retry", retry }
+    acquisition: failfast ? { kind: "failfast", connectTimeoutMillis } : { kind: "retry", retry },
+    overload: adaptive ? overloadFor(jittered) : undefined,
+    claimTimeoutMillis: adaptive ? claimTimeoutMillis : 0,
+    admission: adaptive ? { instances: apiInstances, gate: Limit.defaults } : undefined
   }
 }
 
@@ -235,7 +293,7 @@ export const triggerEndSeconds = (params: Params): number =>
 
 /**
  * The same system at `1/factor` of its size: fleet, client limit, backends, cores and API rate divided by
- * `factor`, the pooler's per-operation costs multiplied by it (so its capacity shrinks in step). Every
+ * `factor` (API instances too, at least one), the pooler's per-operation costs multiplied by it (so its capacity shrinks in step). Every
  * time constant (claim cost, poll schedule, retry waits, timeouts) is unchanged, so the scaled system has the
  * same utilizations and the same dynamics in miniature; tests use it to stay fast.
  *
@@ -254,6 +312,9 @@ export const scaled = (params: Params, factor: number): Params => ({
   },
   database: { ...params.database, cores: params.database.cores / factor },
   api: { ...params.api, requestsPerSecond: params.api.requestsPerSecond / factor },
+  admission: params.admission === undefined
+    ? undefined
+    : { ...params.admission, instances: Math.max(1, Math.round(params.admission.instances / factor)) },
   spike: params.spike === undefined
     ? undefined
     : { ...params.spike, backends: Math.round(params.spike.backends / factor) }

@@ -3,7 +3,8 @@
  * queries each runs at `cores / n` of full speed (optionally slowed further by a contention factor), so a
  * query's service time grows once the active backends exceed the cores. Implemented with virtual time:
  * every job progresses at the same rate, so the order of completions is fixed at admission and one heap
- * keyed by virtual finish time gives the next completion.
+ * keyed by virtual finish time gives the next completion. A cancelled job (a statement timeout) leaves the
+ * server at once; its heap entry is dropped when it reaches the top.
  *
  * @since 0.1.0
  */
@@ -23,6 +24,8 @@ export class ProcessorSharing {
   private virtual = 0
   private last = 0
   private readonly heap = new EventQueue(1024)
+  private tokens = 0
+  private readonly cancelled = new Set<number>()
 
   readonly cores: number
   readonly contention: number
@@ -46,11 +49,21 @@ export class ProcessorSharing {
     }
   }
 
-  /** Admits job `id` with `work` milliseconds of full-speed work at `now`. */
-  add(now: number, id: number, work: number): void {
+  /** Admits job `id` with `work` milliseconds of full-speed work at `now`; returns its token for {@link cancel}. */
+  add(now: number, id: number, work: number): number {
     this.advance(now)
-    this.heap.push(this.virtual + work, 0, id, 0)
+    const token = this.tokens
+    this.tokens = (this.tokens + 1) | 0
+    this.heap.push(this.virtual + work, 0, id, token)
     this.jobs++
+    return token
+  }
+
+  /** Removes the job admitted with `token` at `now`, before it completes (it must still be in service). */
+  cancel(now: number, token: number): void {
+    this.advance(now)
+    this.jobs--
+    this.cancelled.add(token)
   }
 
   /** Adds (positive) or removes (negative) external load at `now`. */
@@ -62,6 +75,7 @@ export class ProcessorSharing {
 
   /** Real time of the next completion, or `Infinity`. */
   nextCompletion(): number {
+    while (this.cancelled.size > 0 && this.heap.size > 0 && this.cancelled.delete(this.heap.peekTag())) this.heap.pop()
     if (this.heap.size === 0) return Infinity
     const remaining = this.heap.peekTime() - this.virtual
     return remaining <= 0 ? this.last : this.last + remaining / this.speed(this.jobs)

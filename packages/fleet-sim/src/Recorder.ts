@@ -53,10 +53,16 @@ export interface Totals {
   readonly rejections: number
   readonly timeouts: number
   readonly failedPolls: number
-  /** Open-loop API requests: arrived, served, failed (timeout, rejection or retry budget), dropped (no slot). */
+  /** Claims cancelled by their statement timeout. */
+  readonly claimsCancelled: number
+  /**
+   * Open-loop API requests: arrived, served, failed (timeout, rejection or retry budget), shed by the admission
+   * gate (no connection attempt), dropped (no slot).
+   */
   readonly apiRequests: number
   readonly apiServed: number
   readonly apiFailed: number
+  readonly apiShed: number
   readonly apiDropped: number
   readonly events: number
 }
@@ -91,9 +97,11 @@ export class Recorder {
     rejections: 0,
     timeouts: 0,
     failedPolls: 0,
+    claimsCancelled: 0,
     apiRequests: 0,
     apiServed: 0,
     apiFailed: 0,
+    apiShed: 0,
     apiDropped: 0,
     events: 0
   }

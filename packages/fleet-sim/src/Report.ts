@@ -49,6 +49,10 @@ export const summaryTable = (runs: ReadonlyArray<{ readonly name: string; readon
     ["rejections (EMAXCONN)", (s) => String(s.rejections)],
     ["acquisition timeouts", (s) => String(s.timeouts)],
     ["failed polls", (s) => String(s.failedPolls)],
+    ["claims cancelled (timeout)", (s) => String(s.claimsCancelled)],
+    ["API served / requests", (s) => `${s.apiServed} / ${s.apiRequests}`],
+    ["API failed (unavailable)", (s) => String(s.apiFailed)],
+    ["API shed (admission gate)", (s) => String(s.apiShed)],
     ["events", (s) => String(s.events)],
     ["wall time", (s) => `${fixed(s.wallSeconds)} s`]
   ]

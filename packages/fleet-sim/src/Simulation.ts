@@ -16,13 +16,19 @@
  * and a failed acquisition (refused, connect or queue timeout) goes through `acquisitionFailed`: the poll
  * ends with an error, or the removed retry sleeps and attempts again.
  *
+ * Under the `adaptive` policy three more steps exist: a claim still running at its statement timeout is
+ * cancelled (`claimTimedOut`), each poll's outcome carries an overload signal into the deriver's
+ * `Overload.decide` (slow, cancelled, unavailable), and an API request passes its instance's admission gate
+ * first (`apiArrival` → `admitApi` or `shedApi`; `apiDone` tells the gate how it went).
+ *
  * The hot loop is plain TypeScript over typed arrays: an event heap, FIFO ring buffers, a processor-sharing
  * database, no allocation per event beyond the deriver's own decision objects.
  *
  * @since 0.1.0
  */
-import { Scheduling } from "@resilience/deriver"
+import { Overload, Scheduling } from "@resilience/deriver"
 import { EventQueue } from "./EventQueue.ts"
+import * as Gate from "./Gate.ts"
 import { IntQueue } from "./IntQueue.ts"
 import type * as Model from "./Model.ts"
 import * as Prng from "./Prng.ts"
@@ -142,6 +148,8 @@ const QUEUE_TIMEOUT = 4
 const SPIKE_START = 5
 const SPIKE_END = 6
 const API_ARRIVAL = 7
+const CLAIM_TIMEOUT = 8
+const GATE_TIMEOUT = 9
 
 // Client phases.
 const IDLE = 0
@@ -149,6 +157,8 @@ const ATTEMPT = 1
 const WAITING = 2
 const CLAIM = 3
 const RETRY_SLEEP = 4
+const RELAY = 5
+const GATE_WAIT = 6
 
 // Pooler job kinds (the low bit of a job; the client is the rest).
 const JOB_ATTEMPT = 0
@@ -182,7 +192,19 @@ class World {
   private readonly busyUntil: Float64Array
   /** Whether the client holds one of the pooler's client slots. */
   private readonly holdsSlot: Uint8Array
+  /** The deriver's overload floor (its `Overload.State`). */
+  private readonly floor: Float64Array
+  /** The database's token for the client's running query, and whether it was cancelled. */
+  private readonly jobToken: Int32Array
+  private readonly cancelled: Uint8Array
   private readonly freeApi: Array<number> = []
+
+  // The API's admission gates, one per instance, and each admitted request's gate, start and load.
+  private readonly gates: Array<Gate.Gate> = []
+  private readonly gateOf: Int32Array
+  private readonly admittedAt: Float64Array
+  private readonly inFlightAtAdmit: Int32Array
+  private readonly probe: Uint8Array
 
   // The pooler: handshakes and relays queue for its threads; accepted clients queue for a backend.
   private readonly events: EventQueue
@@ -228,6 +250,17 @@ class World {
     this.current = new Float64Array(size)
     this.busyUntil = new Float64Array(size)
     this.holdsSlot = new Uint8Array(size)
+    this.floor = new Float64Array(size)
+    this.jobToken = new Int32Array(size)
+    this.cancelled = new Uint8Array(size)
+    this.gateOf = new Int32Array(size)
+    this.admittedAt = new Float64Array(size)
+    this.inFlightAtAdmit = new Int32Array(size)
+    this.probe = new Uint8Array(size)
+    const admission = params.admission
+    if (admission !== undefined) {
+      for (let g = 0; g < admission.instances; g++) this.gates.push(new Gate.Gate(admission.gate, this.random))
+    }
 
     this.events = new EventQueue(Math.max(1024, 2 * n))
     for (let k = params.pooler.threads - 1; k >= 0; k--) this.freeThreads.push(k)
@@ -309,6 +342,12 @@ class World {
       case SPIKE_END:
         this.spikeEnd(t)
         break
+      case CLAIM_TIMEOUT:
+        if (this.isCurrent(i, tag) && this.phase[i] === CLAIM) this.claimTimedOut(i, t)
+        break
+      case GATE_TIMEOUT:
+        if (this.isCurrent(i, tag) && this.phase[i] === GATE_WAIT) this.shedApi(i)
+        break
     }
   }
 
@@ -323,26 +362,49 @@ class World {
     this.recorder.totals.polls++
     if (t < this.busyUntil[i]!) {
       this.generation[i]!++
-      this.finishPoll(i, "busy", t)
+      this.finishPoll(i, "busy", t, "none")
       return
     }
     this.beginAcquisition(i, t)
   }
 
-  /** Ends a poll with an outcome: the deriver's own scheduling decides the next sleep and backoff. */
-  private finishPoll(i: number, outcome: Scheduling.Outcome, t: number): void {
+  /**
+   * Ends a poll with an outcome: the deriver's own scheduling decides the next sleep and backoff; with
+   * overload signals on, its `Overload.decide` with this poll's signal.
+   */
+  private finishPoll(i: number, outcome: Scheduling.Outcome, t: number, signal: Overload.Signal): void {
     const settings = this.params.poll
+    const overload = this.params.overload
     this.generation[i]!++
     this.phase[i] = IDLE
-    const u = Scheduling.needsDraw(outcome, settings) ? this.random() : 0
-    const decision = Scheduling.decide(settings, { currentMillis: this.current[i]! }, outcome, u)
-    this.current[i] = decision.state.currentMillis
+    if (overload === undefined) {
+      const u = Scheduling.needsDraw(outcome, settings) ? this.random() : 0
+      const decision = Scheduling.decide(settings, { currentMillis: this.current[i]! }, outcome, u)
+      this.current[i] = decision.state.currentMillis
+      this.events.push(t + decision.sleepMillis, WAKE, i, 0)
+      return
+    }
+    const state: Overload.State = { floorMillis: this.floor[i]! }
+    const u = Overload.needsDraw(state, outcome, settings) ? this.random() : 0
+    const decision = Overload.decide(overload, settings, { currentMillis: this.current[i]! }, state, outcome, signal, u)
+    this.current[i] = decision.schedule.currentMillis
+    this.floor[i] = decision.overload.floorMillis
     this.events.push(t + decision.sleepMillis, WAKE, i, 0)
+  }
+
+  /** The signal of a claim that completed, `elapsed` after its poll began (checkout plus claim). */
+  private signalOf(elapsed: number): Overload.Signal {
+    const overload = this.params.overload
+    return overload === undefined ? "none" : Overload.signalOf(overload, "succeeded", elapsed)
   }
 
   // An API request (open loop).
 
-  /** An API request arrives: the next arrival is drawn, and the request acquires a connection like a poll. */
+  /**
+   * An API request arrives: the next arrival is drawn, and the request acquires a connection like a poll;
+   * with admission gates, it first passes its instance's (requests go to the instances in turn): the circuit,
+   * then a permit within the queueing bound, or it is shed without a connection attempt.
+   */
   private apiArrival(t: number): void {
     this.events.push(t - Math.log(1 - this.random()) * 1000 / this.params.api.requestsPerSecond, API_ARRIVAL, 0, 0)
     const i = this.freeApi.pop()
@@ -350,8 +412,63 @@ class World {
       this.recorder.totals.apiDropped++
       return
     }
-    this.recorder.totals.apiRequests++
+    const totals = this.recorder.totals
+    totals.apiRequests++
+    if (this.gates.length === 0) {
+      this.beginAcquisition(i, t)
+      return
+    }
+    const g = totals.apiRequests % this.gates.length
+    const gate = this.gates[g]!
+    this.gateOf[i] = g
+    const entry = gate.enter(t)
+    if (entry === "shed") {
+      totals.apiShed++
+      this.releaseApi(i)
+      return
+    }
+    this.probe[i] = entry === "probe" ? 1 : 0
+    if (gate.hasPermit()) {
+      this.admitApi(i, t)
+    } else if (gate.settings.queueTimeoutMillis > 0) {
+      this.generation[i]!++
+      this.phase[i] = GATE_WAIT
+      gate.waiting.push(i, this.generation[i]!)
+      this.events.push(t + gate.settings.queueTimeoutMillis, GATE_TIMEOUT, i, this.generation[i]!)
+    } else {
+      this.shedApi(i)
+    }
+  }
+
+  /** The request takes a permit of its gate and starts acquiring a connection. */
+  private admitApi(i: number, t: number): void {
+    this.inFlightAtAdmit[i] = this.gates[this.gateOf[i]!]!.admit()
+    this.admittedAt[i] = t
     this.beginAcquisition(i, t)
+  }
+
+  /** No permit within the queueing bound: the request is shed (a 503 without a connection attempt). */
+  private shedApi(i: number): void {
+    if (this.probe[i] === 1) this.gates[this.gateOf[i]!]!.probeShed()
+    this.probe[i] = 0
+    this.recorder.totals.apiShed++
+    this.releaseApi(i)
+  }
+
+  /** The request is done (answered or unavailable): its gate learns from it and admits whoever waits. */
+  private apiDone(i: number, t: number, outcome: Gate.Outcome): void {
+    if (this.gates.length === 0) {
+      this.releaseApi(i)
+      return
+    }
+    const gate = this.gates[this.gateOf[i]!]!
+    gate.finish(t, outcome, this.inFlightAtAdmit[i]!, t - this.admittedAt[i]!, this.probe[i] === 1)
+    this.probe[i] = 0
+    this.releaseApi(i)
+    while (gate.hasPermit() && gate.waiting.shift()) {
+      const next = gate.waiting.shiftedValue
+      if (this.isCurrent(next, gate.waiting.shiftedTag) && this.phase[next] === GATE_WAIT) this.admitApi(next, t)
+    }
   }
 
   private releaseApi(i: number): void {
@@ -427,11 +544,11 @@ class World {
     if (this.failfast || RetryBackoff.exhausted(this.retry, t - this.pollStart[i]!)) {
       if (i >= this.derivers) {
         this.recorder.totals.apiFailed++
-        this.releaseApi(i)
+        this.apiDone(i, t, "Unavailable")
         return
       }
       this.recorder.count("failedPolls")
-      this.finishPoll(i, "error", t)
+      this.finishPoll(i, "error", t, "unavailable")
       return
     }
     this.retries[i]!++
@@ -453,7 +570,16 @@ class World {
     }
     this.recorder.count("claimStarts")
     if (this.claimStartTimes.length < this.recordClaims) this.claimStartTimes.push({ deriver: i, atMillis: t })
-    this.database.add(t, i, this.params.database.claimMillis)
+    this.jobToken[i] = this.database.add(t, i, this.params.database.claimMillis)
+    const timeout = this.params.claimTimeoutMillis
+    if (timeout > 0) this.events.push(t + timeout, CLAIM_TIMEOUT, i, this.generation[i]!)
+  }
+
+  /** The claim's statement timeout: the database cancels it and the error travels back through the pooler. */
+  private claimTimedOut(i: number, t: number): void {
+    this.database.cancel(t, this.jobToken[i]!)
+    this.cancelled[i] = 1
+    this.relay(i, t)
   }
 
   /** Hands free backends to the spike's queries first, then to waiting clients in arrival order. */
@@ -477,7 +603,11 @@ class World {
 
   /** A query finished; its result travels back through the pooler, and the backend is held until the relay is done. */
   private queryDone(t: number): void {
-    const i = this.database.complete(t)
+    this.relay(this.database.complete(t), t)
+  }
+
+  private relay(i: number, t: number): void {
+    this.phase[i] = RELAY
     this.poolerQueue.push((i << 1) | JOB_RELAY, 0)
     this.dispatchPooler(t)
   }
@@ -490,17 +620,25 @@ class World {
     if (i >= this.derivers) {
       this.recorder.totals.apiServed++
       this.assignBackends(t)
-      this.releaseApi(i)
+      this.apiDone(i, t, "Answered")
+      return
+    }
+    if (this.cancelled[i] === 1) {
+      this.cancelled[i] = 0
+      this.recorder.totals.claimsCancelled++
+      this.assignBackends(t)
+      this.finishPoll(i, "error", t, "cancelled")
       return
     }
     this.recorder.count("claimsCompleted")
     this.assignBackends(t)
     const work = this.params.work
+    const signal = this.signalOf(t - this.pollStart[i]!)
     if (work.probability > 0 && this.random() < work.probability) {
       this.busyUntil[i] = t + work.handlerMillis
-      this.finishPoll(i, "claimed", t)
+      this.finishPoll(i, "claimed", t, signal)
     } else {
-      this.finishPoll(i, "empty", t)
+      this.finishPoll(i, "empty", t, signal)
     }
   }
 

@@ -38,6 +38,11 @@ export interface Summary {
   readonly rejections: number
   readonly timeouts: number
   readonly failedPolls: number
+  readonly claimsCancelled: number
+  readonly apiRequests: number
+  readonly apiServed: number
+  readonly apiFailed: number
+  readonly apiShed: number
   readonly events: number
   readonly wallSeconds: number
 }
@@ -125,6 +130,11 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
     rejections: totals.rejections,
     timeouts: totals.timeouts,
     failedPolls: totals.failedPolls,
+    claimsCancelled: totals.claimsCancelled,
+    apiRequests: totals.apiRequests,
+    apiServed: totals.apiServed,
+    apiFailed: totals.apiFailed,
+    apiShed: totals.apiShed,
     events: totals.events,
     wallSeconds: outcome.wallMillis / 1000
   }
