@@ -129,16 +129,22 @@ export const timeSeries = (
  */
 export const grid = (
   title: string,
-  cells: ReadonlyArray<{ readonly x: string; readonly y: string; readonly outcome: string; readonly label: string }>,
+  cells: ReadonlyArray<
+    {
+      readonly x: string
+      readonly y: string
+      readonly outcome: string
+      readonly label: string
+      /** With several columns (e.g. one per policy), one map per column, side by side. */
+      readonly column?: string | undefined
+    }
+  >,
   axes: { readonly x: string; readonly y: string }
 ): Effect.Effect<string> => {
   const sortX = [...new Set(cells.map((c) => c.x))]
   const sortY = [...new Set(cells.map((c) => c.y))].toReversed()
-  const spec = {
-    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
-    title,
-    background: "white",
-    data: { values: cells },
+  const columns = [...new Set(cells.map((c) => c.column))]
+  const map = {
     width: Math.max(300, 90 * sortX.length),
     height: Math.max(200, 45 * sortY.length),
     encoding: {
@@ -153,13 +159,25 @@ export const grid = (
             field: "outcome",
             type: "nominal",
             title: null,
-            scale: { domain: ["recovers", "slow recovery", "collapsed"], range: ["#9ecf8f", "#f6d06f", "#e06666"] },
+            scale: {
+              domain: ["recovers", "slow recovery", "relapses", "collapsed"],
+              range: ["#9ecf8f", "#f6d06f", "#f4a261", "#e06666"]
+            },
             legend: { orient: "top" }
           }
         }
       },
       { mark: { type: "text", fontSize: 11 }, encoding: { text: { field: "label" } } }
     ]
+  }
+  const spec = {
+    $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+    title,
+    background: "white",
+    data: { values: cells },
+    ...(columns.length > 1
+      ? { facet: { column: { field: "column", type: "nominal", title: null, sort: columns } }, spec: map }
+      : map)
   } as unknown as vegaLite.TopLevelSpec
   return render(spec)
 }

@@ -214,15 +214,47 @@ const parseList = (name: string, text: string): Effect.Effect<ReadonlyArray<numb
     : Effect.fail(new Options.InvalidOption({ option: name, value: text, allowed: "comma-separated numbers >= 0" }))
 }
 
+const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>, Options.InvalidOption> => {
+  const names = text.split(",").map((v) => v.trim())
+  const known = (name: string): name is Model.Policy => (Model.policies as ReadonlyArray<string>).includes(name)
+  return names.length > 0 && names.every(known)
+    ? Effect.succeed(names as ReadonlyArray<Model.Policy>)
+    : Effect.fail(
+      new Options.InvalidOption({
+        option: "policies",
+        value: text,
+        allowed: `comma-separated policies among ${Model.policies.join(", ")}`
+      })
+    )
+}
+
+const axisTitle = (axis: Sweep.Axis): string => {
+  switch (axis) {
+    case "budget":
+      return "retry budget (s)"
+    case "ceiling":
+      return "backend ceiling"
+    case "api-rps":
+      return "API requests/s"
+    case "contention":
+      return "database contention"
+  }
+}
+
 const sweepCommand = Command.make(
   "sweep",
   {
     scenario,
     policy: Flag.Literals("policy", Model.policies).pipe(Flag.withDefault("baseline" as Model.Policy)),
+    policies: Flag.optional(
+      Flag.String("policies").pipe(
+        Flag.withDescription("several policies side by side (comma-separated; overrides --policy)")
+      )
+    ),
     seed,
     fleets: list("fleets", "fleet sizes", "2000,4000,6000,8000,10000,11543"),
     axis: Flag.Literals("axis", Sweep.axes).pipe(
-      Flag.withDescription("budget (retry budget, s) | ceiling (backends) | api-rps"),
+      Flag.withDescription("budget (retry budget, s) | ceiling (backends) | api-rps | contention"),
       Flag.withDefault("budget" as Sweep.Axis)
     ),
     values: list("values", "axis values", "0,2,5,10"),
@@ -231,51 +263,70 @@ const sweepCommand = Command.make(
     overrides: overrideFlags
   },
   Effect.fn(function*(input) {
-    const { axis, chart, json, overrides, policy, scenario, seed } = input
+    const { axis, chart, json, overrides, scenario, seed } = input
     const fleets = yield* parseList("fleets", input.fleets)
     const values = yield* parseList("values", input.values)
-    const preset = Model.preset(scenario, policy, seed)
-    const base = yield* Options.apply(
-      { ...preset, horizonSeconds: Math.min(preset.horizonSeconds, 1800) },
-      overrideValues(overrides)
-    )
-    yield* Console.log(describe(base, scenario))
-    const cells = yield* Effect.sync(() =>
-      Sweep.run(base, fleets, axis, values, (cell, index, total) =>
-        process.stderr.write(
-          `sweep ${index}/${total}: ${cell.derivers} derivers, ${axis} ${cell.value}: ${cell.outcome}\n`
-        ))
-    )
-    const header = ["derivers", ...values.map((v) => `${axis} ${v}`)]
-    const rows = fleets.map((d) => [
-      String(d),
-      ...values.map((v) => {
-        const cell = cells.find((c) => c.derivers === d && c.value === v)!
-        return `${Report.recovery(cell.summary.recoverySeconds)} (${cell.summary.peakClientConnections})`
-      })
-    ])
-    yield* Console.log(`\nrecovery after the trigger (peak client connections):\n${Report.table(header, rows)}`)
-    if (Option.isSome(json)) yield* writeFile(json.value, JSON.stringify({ axis, fleets, values, cells }))
+    const policies = Option.isSome(input.policies) ? yield* parsePolicies(input.policies.value) : [input.policy]
+    const results: Array<{ policy: Model.Policy; horizonSeconds: number; cells: ReadonlyArray<Sweep.Cell> }> = []
+    for (const policy of policies) {
+      const preset = Model.preset(scenario, policy, seed)
+      const base = yield* Options.apply(
+        { ...preset, horizonSeconds: Math.min(preset.horizonSeconds, 1800) },
+        overrideValues(overrides)
+      )
+      yield* Console.log(`${describe(base, scenario)}\npolicy ${policy}`)
+      const cells = yield* Effect.sync(() =>
+        Sweep.run(base, fleets, axis, values, (cell, index, total) =>
+          process.stderr.write(
+            `sweep ${policy} ${index}/${total}: ${cell.derivers} derivers, ${axis} ${cell.value}: ${cell.outcome}\n`
+          ))
+      )
+      results.push({ policy, horizonSeconds: base.horizonSeconds, cells })
+      const header = ["derivers", ...values.map((v) => `${axis} ${v}`)]
+      const rows = fleets.map((d) => [
+        String(d),
+        ...values.map((v) => {
+          const cell = cells.find((c) => c.derivers === d && c.value === v)!
+          return `${Report.recovery(cell.summary.recoverySeconds)} (${cell.summary.peakClientConnections})`
+        })
+      ])
+      yield* Console.log(
+        `\n${policy}: recovery after the trigger (peak client connections):\n${Report.table(header, rows)}\n`
+      )
+    }
+    if (Option.isSome(json)) {
+      yield* writeFile(
+        json.value,
+        JSON.stringify(
+          policies.length === 1
+            ? { axis, fleets, values, cells: results[0]!.cells }
+            : { axis, fleets, values, policies: results }
+        )
+      )
+    }
     if (Option.isSome(chart)) {
+      const horizon = results[0]!.horizonSeconds
       yield* writeFile(
         chart.value,
         yield* Chart.grid(
-          `${scenario}/${policy}: recovery after the trigger (${base.horizonSeconds} s horizon)`,
-          cells.map((c) => ({
-            x: String(c.value),
-            y: String(c.derivers),
-            outcome: c.outcome,
-            label: Report.recovery(c.summary.recoverySeconds)
-          })),
-          {
-            x: axis === "budget" ? "retry budget (s)" : axis === "ceiling" ? "backend ceiling" : "API requests/s",
-            y: "derivers"
-          }
+          `${scenario}/${policies.join(" vs ")}: recovery after the trigger (${horizon} s horizon)`,
+          results.flatMap((r) =>
+            r.cells.map((c) => ({
+              x: String(c.value),
+              y: String(c.derivers),
+              outcome: c.outcome,
+              label: Report.recovery(c.summary.recoverySeconds),
+              column: r.policy
+            }))
+          ),
+          { x: axisTitle(axis), y: "derivers" }
         )
       )
     }
   })
-).pipe(Command.withDescription("Map the vulnerable region over fleet size × retry budget (or ceiling, or API rate)"))
+).pipe(
+  Command.withDescription("Map the vulnerable region over fleet size × retry budget (or ceiling, API rate, contention)")
+)
 
 /**
  * The `simulate` command with its subcommands.

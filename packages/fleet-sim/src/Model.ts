@@ -176,11 +176,12 @@ export const policies: ReadonlyArray<Policy> = ["baseline", "jitter-only", "fail
 export const fixedJitterRatio = 0.5
 
 /**
- * The claim's statement timeout under the `adaptive` policy.
+ * The claim's statement timeout under the `adaptive` policy: db-session's statement timeout default
+ * (`DB_STATEMENT_TIMEOUT_SECONDS` = 30), which every statement, the claim included, runs under.
  *
  * @since 0.2.0
  */
-export const claimTimeoutMillis = 5_000
+export const claimTimeoutMillis = 30_000
 
 /**
  * The fix's connect timeout (DB_CONNECT_TIMEOUT_SECONDS default).
@@ -202,15 +203,28 @@ export const apiInstances = 10
  *
  * @since 0.2.0
  */
-export const overloadFor = (poll: PollBackoff.Settings, input: DeriverConfig.Input = {}): Overload.Settings =>
-  Effect.runSync(DeriverConfig.make({
-    pollingSleepIntervalSeconds: poll.baseMillis / 1000,
-    pollingSleepMaxIntervalSeconds: poll.maxMillis / 1000,
-    pollingBackoffMultiplier: poll.multiplier,
-    pollingBackoffEnabled: poll.enabled,
-    pollingJitterRatio: poll.ratio,
-    ...input
-  })).overload
+export const overloadSettings = (
+  poll: PollBackoff.Settings,
+  input: DeriverConfig.Input = {}
+): Effect.Effect<Overload.Settings, DeriverConfig.Invalid> =>
+  Effect.map(
+    DeriverConfig.make({
+      pollingSleepIntervalSeconds: poll.baseMillis / 1000,
+      pollingSleepMaxIntervalSeconds: poll.maxMillis / 1000,
+      pollingBackoffMultiplier: poll.multiplier,
+      pollingBackoffEnabled: poll.enabled,
+      pollingJitterRatio: poll.ratio,
+      ...input
+    }),
+    (config) => config.overload
+  )
+
+/**
+ * {@link overloadSettings} with the deriver's defaults, for a valid schedule.
+ *
+ * @since 0.2.0
+ */
+export const overloadFor = (poll: PollBackoff.Settings): Overload.Settings => Effect.runSync(overloadSettings(poll))
 
 /**
  * The spec's incident figures and the model's calibrated defaults (README: "Parameters").

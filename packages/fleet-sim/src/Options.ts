@@ -4,9 +4,10 @@
  *
  * @since 0.1.0
  */
+import { DeriverConfig } from "@resilience/deriver"
 import { PollBackoff } from "@resilience/jitter"
 import { Effect, Schema } from "effect"
-import type * as Model from "./Model.ts"
+import * as Model from "./Model.ts"
 
 /**
  * An option outside its allowed range.
@@ -221,6 +222,74 @@ export const overrides: ReadonlyArray<Override> = [
     apply: (p, v) => (p.work.handlerMillis = v)
   },
   {
+    flag: "claim-timeout",
+    description: "adaptive: the claim's statement timeout, seconds, 0 = none (DB_STATEMENT_TIMEOUT_SECONDS)",
+    schema: NonNegative,
+    allowed: "a number >= 0",
+    apply: (p, v) => {
+      if (p.overload !== undefined) p.claimTimeoutMillis = seconds(v)
+    }
+  },
+  {
+    flag: "slow-poll",
+    description:
+      "adaptive: a poll slower than this is an overload signal, seconds (DERIVER_OVERLOAD_SLOW_POLL_SECONDS)",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: () => {}
+  },
+  {
+    flag: "overload-max-interval",
+    description:
+      "adaptive: the overload cap of the poll interval, seconds (DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS; default 10 × max-interval)",
+    schema: Positive,
+    allowed: "a number > 0",
+    apply: () => {}
+  },
+  {
+    flag: "recovery-factor",
+    description: "adaptive: the overload floor's division per fast poll (DERIVER_OVERLOAD_RECOVERY_FACTOR)",
+    schema: Schema.Finite.check(Schema.isGreaterThan(1)),
+    allowed: "a number > 1",
+    apply: () => {}
+  },
+  {
+    flag: "api-instances",
+    description: "adaptive: API instances, one admission gate each",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => {
+      if (p.admission !== undefined) p.admission.instances = v
+    }
+  },
+  {
+    flag: "admission-max-concurrency",
+    description: "adaptive: each gate's highest limit (API_ADMISSION_MAX_CONCURRENCY)",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => {
+      if (p.admission !== undefined) p.admission.gate.maxConcurrency = v
+    }
+  },
+  {
+    flag: "admission-queue-timeout",
+    description: "adaptive: a request waits at most this long for a permit, ms (API_ADMISSION_QUEUE_TIMEOUT_MILLIS)",
+    schema: NonNegativeInt,
+    allowed: "an integer >= 0",
+    apply: (p, v) => {
+      if (p.admission !== undefined) p.admission.gate.queueTimeoutMillis = v
+    }
+  },
+  {
+    flag: "admission-open",
+    description: "adaptive: the circuit's open window, ms (API_ADMISSION_OPEN_MILLIS)",
+    schema: PositiveInt,
+    allowed: "an integer >= 1",
+    apply: (p, v) => {
+      if (p.admission !== undefined) p.admission.gate.openMillis = v
+    }
+  },
+  {
     flag: "spike-at",
     description: "spike scenario: start of the load spike, seconds",
     schema: NonNegative,
@@ -278,5 +347,21 @@ export const apply = (
     }).pipe(
       Effect.mapError((e) => new InvalidOption({ option: e.parameter, value: e.value, allowed: e.allowed }))
     )
-    return { ...params, poll }
+    const overload = params.overload === undefined ? undefined : yield* Model.overloadSettings(poll, {
+      overloadSlowPollSeconds: values.get("slow-poll"),
+      overloadMaxIntervalSeconds: values.get("overload-max-interval"),
+      overloadRecoveryFactor: values.get("recovery-factor")
+    }).pipe(
+      Effect.mapError((e) =>
+        new InvalidOption({ option: flagOf[e.parameter] ?? e.parameter, value: e.value, allowed: e.allowed })
+      )
+    )
+    return { ...params, poll, overload }
   })
+
+/** The flag of each deriver variable the overload settings can name in an error. */
+const flagOf: Record<string, string> = {
+  [DeriverConfig.variables.overloadSlowPollSeconds]: "slow-poll",
+  [DeriverConfig.variables.overloadMaxIntervalSeconds]: "overload-max-interval",
+  [DeriverConfig.variables.overloadRecoveryFactor]: "recovery-factor"
+}

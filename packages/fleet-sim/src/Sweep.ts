@@ -1,10 +1,11 @@
 /**
- * The sweep: runs a scenario over fleet size × retry budget (or × backend ceiling, or × API rate) and
+ * The sweep: runs a scenario over fleet size × retry budget (or × backend ceiling, API rate, database
+ * contention) and
  * classifies each cell as recovering, recovering slowly or staying collapsed: the vulnerable region.
  *
  * @since 0.1.0
  */
-import type * as Model from "./Model.ts"
+import * as Model from "./Model.ts"
 import * as Simulation from "./Simulation.ts"
 import * as Summary from "./Summary.ts"
 
@@ -13,12 +14,12 @@ import * as Summary from "./Summary.ts"
  *
  * @since 0.1.0
  */
-export type Axis = "budget" | "ceiling" | "api-rps"
+export type Axis = "budget" | "ceiling" | "api-rps" | "contention"
 
 /**
  * @since 0.1.0
  */
-export const axes: ReadonlyArray<Axis> = ["budget", "ceiling", "api-rps"]
+export const axes: ReadonlyArray<Axis> = ["budget", "ceiling", "api-rps", "contention"]
 
 /**
  * One cell of the sweep.
@@ -29,7 +30,7 @@ export interface Cell {
   readonly derivers: number
   readonly value: number
   readonly summary: Summary.Summary
-  readonly outcome: "recovers" | "slow recovery" | "collapsed"
+  readonly outcome: Outcome
 }
 
 /**
@@ -50,20 +51,30 @@ export const withAxis = (params: Model.Params, axis: Axis, value: number): Model
       return { ...params, pooler: { ...params.pooler, backendCeiling: value } }
     case "api-rps":
       return { ...params, api: { ...params.api, requestsPerSecond: value } }
+    case "contention":
+      return { ...params, database: { ...params.database, contention: value } }
   }
 }
 
 /**
- * A cell's outcome: recovered within one max poll interval of the trigger's end, later, or never.
+ * A cell's outcome: recovered within one max poll interval of the trigger's end, later, under the ceiling for
+ * a while but over it again at the horizon (`relapses`: at the ceiling less than 90 % of the time after the
+ * trigger), or never under it (`collapsed`).
  *
  * @since 0.1.0
  */
-export const classify = (params: Model.Params, summary: Summary.Summary): Cell["outcome"] =>
-  summary.recoverySeconds === null
-    ? "collapsed"
-    : summary.recoverySeconds * 1000 <= params.poll.maxMillis
-    ? "recovers"
-    : "slow recovery"
+export type Outcome = "recovers" | "slow recovery" | "relapses" | "collapsed"
+
+/**
+ * @since 0.1.0
+ */
+export const classify = (params: Model.Params, summary: Summary.Summary): Outcome => {
+  if (summary.recoverySeconds === null) {
+    const after = params.horizonSeconds - Math.ceil(Model.triggerEndSeconds(params))
+    return summary.secondsAtCeiling >= 0.9 * after ? "collapsed" : "relapses"
+  }
+  return summary.recoverySeconds * 1000 <= params.poll.maxMillis ? "recovers" : "slow recovery"
+}
 
 /**
  * Runs every cell (fleet sizes × axis values), calling `onCell` after each.
