@@ -50,6 +50,31 @@ export interface Override {
 
 const seconds = (value: number) => value * 1000
 
+/** An override of one admission gate setting (the `adaptive` policy), named after its variable. */
+function gateOverride(
+  flag: string,
+  description: string,
+  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis",
+  schema: Schema.Codec<number, number>,
+  range: string
+): Override {
+  return {
+    flag,
+    description: `adaptive: ${description} (${gateVariables[key]})`,
+    schema,
+    allowed: `an integer ${range}`,
+    apply: (p, v) => {
+      if (p.admission !== undefined) p.admission.gate[key] = v
+    }
+  }
+}
+
+const gateVariables = {
+  maxConcurrency: "API_ADMISSION_MAX_CONCURRENCY",
+  queueTimeoutMillis: "API_ADMISSION_QUEUE_TIMEOUT_MILLIS",
+  openMillis: "API_ADMISSION_OPEN_MILLIS"
+} as const
+
 /**
  * Every parameter the CLI can override.
  *
@@ -262,33 +287,15 @@ export const overrides: ReadonlyArray<Override> = [
       if (p.admission !== undefined) p.admission.instances = v
     }
   },
-  {
-    flag: "admission-max-concurrency",
-    description: "adaptive: each gate's highest limit (API_ADMISSION_MAX_CONCURRENCY)",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => {
-      if (p.admission !== undefined) p.admission.gate.maxConcurrency = v
-    }
-  },
-  {
-    flag: "admission-queue-timeout",
-    description: "adaptive: a request waits at most this long for a permit, ms (API_ADMISSION_QUEUE_TIMEOUT_MILLIS)",
-    schema: NonNegativeInt,
-    allowed: "an integer >= 0",
-    apply: (p, v) => {
-      if (p.admission !== undefined) p.admission.gate.queueTimeoutMillis = v
-    }
-  },
-  {
-    flag: "admission-open",
-    description: "adaptive: the circuit's open window, ms (API_ADMISSION_OPEN_MILLIS)",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => {
-      if (p.admission !== undefined) p.admission.gate.openMillis = v
-    }
-  },
+  gateOverride("admission-max-concurrency", "each gate's highest limit", "maxConcurrency", PositiveInt, ">= 1"),
+  gateOverride(
+    "admission-queue-timeout",
+    "a request waits at most this long for a permit, ms",
+    "queueTimeoutMillis",
+    NonNegativeInt,
+    ">= 0"
+  ),
+  gateOverride("admission-open", "the circuit's open window, ms", "openMillis", PositiveInt, ">= 1"),
   {
     flag: "spike-at",
     description: "spike scenario: start of the load spike, seconds",

@@ -140,9 +140,11 @@ export const run = (
         rejections: counters.refusals,
         timeouts: counters.timeouts,
         failedPolls: counters.polls.get("error") ?? 0,
+        claimsCancelled: 0,
         apiRequests: counters.apiArrived,
         apiServed: counters.apiServed,
         apiFailed: counters.apiFailed,
+        apiShed: 0,
         apiDropped: 0,
         events: samples.length
       },
