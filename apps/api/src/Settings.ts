@@ -6,7 +6,8 @@
  */
 import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
-import { Config, ConfigProvider, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { InvalidParameter } from "@resilience/jitter"
+import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
 
 /**
  * What the server needs to know.
@@ -53,15 +54,15 @@ export const config: Config.Config<Settings> = Config.all({
   host: Config.String("API_HOST").pipe(Config.withDefault("0.0.0.0")),
   schema: SchemaName.config("DB_SCHEMA"),
   adminToken: Config.Redacted("API_ADMIN_TOKEN").pipe(
-    Config.mapEffect((token) =>
+    InvalidParameter.validateConfig((token) =>
       Redacted.value(token).length >= 16
         ? Effect.succeed(token)
         : Effect.fail(
-          new Config.ConfigError(
-            new ConfigProvider.SourceError({
-              message: "API_ADMIN_TOKEN is not allowed: expected at least 16 characters"
-            })
-          )
+          new InvalidParameter.InvalidParameter({
+            parameter: "API_ADMIN_TOKEN",
+            value: token,
+            allowed: "at least 16 characters"
+          })
         )
     )
   ),

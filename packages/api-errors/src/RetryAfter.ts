@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Config, ConfigProvider, Effect, Random, Schema } from "effect"
+import { InvalidParameter } from "@resilience/jitter"
+import { Config, Effect, Random, Schema } from "effect"
 
 /**
  * Integer seconds to put in `Retry-After`: every response gets a value in [`minSeconds`, `maxSeconds`]
@@ -24,26 +25,10 @@ export interface RetryAfter {
  */
 export const maxAllowedSeconds = 86_400
 
-/**
- * A `Retry-After` setting outside its allowed range. Carries the parameter, the value given and the
- * allowed range, so a start-up error can name exactly what to fix.
- *
- * @since 0.1.0
- */
-export class InvalidRetryAfter extends Schema.TaggedError<InvalidRetryAfter>()("InvalidRetryAfter", {
-  /** The parameter, e.g. `"minSeconds"`. */
-  parameter: Schema.String,
-  /** The value given. */
-  value: Schema.Unknown,
-  /** The allowed range in words. */
-  allowed: Schema.String
-}) {
-  override get message(): string {
-    return `${this.parameter} = ${String(this.value)} is not allowed: expected ${this.allowed}`
-  }
-}
-
 const isSeconds = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= maxAllowedSeconds
+
+const invalid = (parameter: string, value: unknown, allowed: string) =>
+  new InvalidParameter.InvalidParameter({ parameter, value, allowed })
 
 /**
  * Validates a policy: integer seconds in [0, 86400], and `maxSeconds` (default: `seconds`) not below `seconds`.
@@ -53,26 +38,14 @@ const isSeconds = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 
 export const make = (options: {
   readonly seconds: number
   readonly maxSeconds?: number | undefined
-}): Effect.Effect<RetryAfter, InvalidRetryAfter> => {
+}): Effect.Effect<RetryAfter, InvalidParameter.InvalidParameter> => {
   const minSeconds = options.seconds
   const maxSeconds = options.maxSeconds ?? options.seconds
   if (!isSeconds(minSeconds)) {
-    return Effect.fail(
-      new InvalidRetryAfter({
-        parameter: "seconds",
-        value: minSeconds,
-        allowed: `an integer in [0, ${maxAllowedSeconds}]`
-      })
-    )
+    return Effect.fail(invalid("seconds", minSeconds, `an integer in [0, ${maxAllowedSeconds}]`))
   }
   if (!isSeconds(maxSeconds) || maxSeconds < minSeconds) {
-    return Effect.fail(
-      new InvalidRetryAfter({
-        parameter: "maxSeconds",
-        value: maxSeconds,
-        allowed: `an integer in [${minSeconds}, ${maxAllowedSeconds}]`
-      })
-    )
+    return Effect.fail(invalid("maxSeconds", maxSeconds, `an integer in [${minSeconds}, ${maxAllowedSeconds}]`))
   }
   return Effect.succeed({ minSeconds, maxSeconds })
 }
@@ -84,11 +57,7 @@ export const make = (options: {
  */
 export const fixed = (seconds: number): RetryAfter => {
   if (!isSeconds(seconds)) {
-    throw new InvalidRetryAfter({
-      parameter: "seconds",
-      value: seconds,
-      allowed: `an integer in [0, ${maxAllowedSeconds}]`
-    })
+    throw invalid("seconds", seconds, `an integer in [0, ${maxAllowedSeconds}]`)
   }
   return { minSeconds: seconds, maxSeconds: seconds }
 }
@@ -134,15 +103,14 @@ export const config: Config.Config<RetryAfter> = Config.all({
   seconds: Config.schema(Seconds, "API_RETRY_AFTER_SECONDS").pipe(Config.withDefault(1)),
   maxSeconds: Config.schema(Seconds, "API_RETRY_AFTER_MAX_SECONDS").pipe(Config.option)
 }).pipe(
-  Config.mapEffect(({ maxSeconds, seconds }) => {
+  InvalidParameter.validateConfig(({ maxSeconds, seconds }) => {
     const max = maxSeconds._tag === "Some" ? maxSeconds.value : seconds
     return max < seconds
       ? Effect.fail(
-        new Config.ConfigError(
-          new ConfigProvider.SourceError({
-            message:
-              `API_RETRY_AFTER_MAX_SECONDS = ${max} is not allowed: expected an integer in [API_RETRY_AFTER_SECONDS = ${seconds}, ${maxAllowedSeconds}]`
-          })
+        invalid(
+          "API_RETRY_AFTER_MAX_SECONDS",
+          max,
+          `an integer in [API_RETRY_AFTER_SECONDS = ${seconds}, ${maxAllowedSeconds}]`
         )
       )
       : Effect.succeed({ minSeconds: seconds, maxSeconds: max })

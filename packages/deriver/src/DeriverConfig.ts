@@ -6,7 +6,7 @@
  */
 import { InvalidParameter, Parameters } from "@resilience/jitter"
 import type { PollBackoff } from "@resilience/jitter"
-import { Config, ConfigProvider, Effect } from "effect"
+import { Config, Effect, Schema } from "effect"
 import type * as Overload from "./Overload.ts"
 import type * as Scheduling from "./Scheduling.ts"
 
@@ -120,15 +120,18 @@ export type Invalid = InvalidParameter.InvalidParameter
 const invalid = (parameter: string, value: unknown, allowed: string) =>
   new InvalidParameter.InvalidParameter({ parameter, value, allowed })
 
-const integerAtLeast = (value: number, minimum: number, parameter: string) =>
-  Number.isInteger(value) && value >= minimum
-    ? Effect.succeed(value)
-    : Effect.fail(invalid(parameter, value, `an integer >= ${minimum}`))
-
+// Range checks are jitter's (`Parameters.check` and its schemas); values are checked in the environment's units.
+const positiveInteger = Parameters.check(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
 const positiveSeconds = (value: number, parameter: string) =>
-  Number.isFinite(value) && value > 0
-    ? Effect.succeed(value * 1000)
-    : Effect.fail(invalid(parameter, value, "a finite number of seconds > 0"))
+  Effect.map(Parameters.check(Parameters.PositiveMillis, "a finite number of seconds > 0")(value, parameter), toMillis)
+const nonNegativeSeconds = (value: number, parameter: string) =>
+  Effect.map(
+    Parameters.check(Parameters.NonNegativeMillis, "a finite number of seconds >= 0")(value, parameter),
+    toMillis
+  )
+const positiveMinutes = Parameters.check(Parameters.PositiveMillis, "a finite number of minutes > 0")
+const factorAboveOne = Parameters.check(Schema.Finite.check(Schema.isGreaterThan(1)), "a finite number > 1")
+const toMillis = (seconds: number) => seconds * 1000
 
 /**
  * Validates settings; the error names the environment variable of the bad setting.
@@ -137,23 +140,15 @@ const positiveSeconds = (value: number, parameter: string) =>
  */
 export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =>
   Effect.gen(function*() {
-    const workers = yield* integerAtLeast(input.workers ?? defaults.workers, 1, variables.workers)
+    const workers = yield* positiveInteger(input.workers ?? defaults.workers, variables.workers)
     const base = input.pollingSleepIntervalSeconds ?? defaults.pollingSleepIntervalSeconds
     const max = input.pollingSleepMaxIntervalSeconds ?? defaults.pollingSleepMaxIntervalSeconds
     const baseMillis = yield* positiveSeconds(base, variables.pollingSleepIntervalSeconds)
-    const maxMillis = yield* Parameters.durationAtLeast(
-      max * 1000,
-      variables.pollingSleepMaxIntervalSeconds,
-      baseMillis,
-      variables.pollingSleepIntervalSeconds
-    ).pipe(
-      Effect.mapError(() =>
-        invalid(
-          variables.pollingSleepMaxIntervalSeconds,
-          max,
-          `a finite number of seconds >= ${variables.pollingSleepIntervalSeconds} (${base})`
-        )
-      )
+    const maxMillis = toMillis(
+      yield* Parameters.check(
+        Parameters.MillisAtLeast(base),
+        `a finite number of seconds >= ${variables.pollingSleepIntervalSeconds} (${base})`
+      )(max, variables.pollingSleepMaxIntervalSeconds)
     )
     const multiplier = yield* Parameters.multiplier(
       input.pollingBackoffMultiplier ?? defaults.pollingBackoffMultiplier,
@@ -168,40 +163,29 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       ? initial
       : yield* Effect.fail(invalid(variables.pollingInitialInterval, initial, "base or max"))
     const startup = input.pollingStartupJitterSeconds ?? max
-    const startupJitterMillis = Number.isFinite(startup) && startup >= 0
-      ? startup * 1000
-      : yield* Effect.fail(invalid(variables.pollingStartupJitterSeconds, startup, "a finite number of seconds >= 0"))
+    const startupJitterMillis = yield* nonNegativeSeconds(startup, variables.pollingStartupJitterSeconds)
     const stale = input.staleSessionTimeoutMinutes ?? defaults.staleSessionTimeoutMinutes
-    const staleTimeoutMillis = Number.isFinite(stale) && stale > 0
-      ? stale * 60_000
-      : yield* Effect.fail(invalid(variables.staleSessionTimeoutMinutes, stale, "a finite number of minutes > 0"))
+    const staleTimeoutMillis = (yield* positiveMinutes(stale, variables.staleSessionTimeoutMinutes)) * 60_000
     const cleanupIntervalMillis = yield* positiveSeconds(
       input.staleWorkUnitCleanupIntervalSeconds ?? defaults.staleWorkUnitCleanupIntervalSeconds,
       variables.staleWorkUnitCleanupIntervalSeconds
     )
     const grace = input.shutdownGraceSeconds ?? defaults.shutdownGraceSeconds
-    const shutdownGraceMillis = Number.isFinite(grace) && grace >= 0
-      ? grace * 1000
-      : yield* Effect.fail(invalid(variables.shutdownGraceSeconds, grace, "a finite number of seconds >= 0"))
-    const batchSize = yield* integerAtLeast(input.batchSize ?? defaults.batchSize, 1, variables.batchSize)
+    const shutdownGraceMillis = yield* nonNegativeSeconds(grace, variables.shutdownGraceSeconds)
+    const batchSize = yield* positiveInteger(input.batchSize ?? defaults.batchSize, variables.batchSize)
     const slowPollMillis = yield* positiveSeconds(
       input.overloadSlowPollSeconds ?? defaults.overloadSlowPollSeconds,
       variables.overloadSlowPollSeconds
     )
     const overloadMax = input.overloadMaxIntervalSeconds ?? max * 10
-    const overloadMaxMillis = Number.isFinite(overloadMax) && overloadMax * 1000 >= maxMillis
-      ? overloadMax * 1000
-      : yield* Effect.fail(
-        invalid(
-          variables.overloadMaxIntervalSeconds,
-          overloadMax,
-          `a finite number of seconds >= ${variables.pollingSleepMaxIntervalSeconds} (${max})`
-        )
-      )
+    const overloadMaxMillis = toMillis(
+      yield* Parameters.check(
+        Parameters.MillisAtLeast(max),
+        `a finite number of seconds >= ${variables.pollingSleepMaxIntervalSeconds} (${max})`
+      )(overloadMax, variables.overloadMaxIntervalSeconds)
+    )
     const recovery = input.overloadRecoveryFactor ?? defaults.overloadRecoveryFactor
-    const recoveryFactor = Number.isFinite(recovery) && recovery > 1
-      ? recovery
-      : yield* Effect.fail(invalid(variables.overloadRecoveryFactor, recovery, "a finite number > 1"))
+    const recoveryFactor = yield* factorAboveOne(recovery, variables.overloadRecoveryFactor)
     const backoff: PollBackoff.Settings = {
       baseMillis,
       multiplier,
@@ -247,13 +231,12 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
   overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor)
 }).pipe(
-  Config.mapEffect((options) => {
+  Config.map((options) => {
     const input: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(options)) {
       if (value._tag === "Some") input[key] = value.value
     }
-    return make(input as Input).pipe(
-      Effect.mapError((error) => new Config.ConfigError(new ConfigProvider.SourceError({ message: error.message })))
-    )
-  })
+    return input as Input
+  }),
+  InvalidParameter.validateConfig(make)
 )

@@ -3,7 +3,8 @@
  *
  * @since 0.1.0
  */
-import { Config, ConfigProvider, Effect, Schema } from "effect"
+import { InvalidParameter } from "@resilience/jitter"
+import { Config, Effect, Schema } from "effect"
 
 /**
  * A schema name that passed {@link isValid}: lower-case ASCII letters, digits and `_`, starting with a letter
@@ -45,6 +46,9 @@ export const problem = (name: string): string | undefined => {
   return undefined
 }
 
+/** What a schema name may be, in words. */
+const allowed = "1 to 63 characters of a-z, 0-9 and _, starting with a letter or _, not pg_* nor information_schema"
+
 /**
  * Whether a string is an allowed schema name.
  *
@@ -84,18 +88,11 @@ export const makeUnsafe = (name: string): SchemaName => {
 export const config = (variable = "DB_SCHEMA"): Config.Config<SchemaName> =>
   Config.String(variable).pipe(
     Config.withDefault("public"),
-    Config.mapEffect((name) => {
-      const reason = problem(name)
-      return reason === undefined
-        ? Effect.succeed(name as SchemaName)
-        : Effect.fail(
-          new Config.ConfigError(
-            new ConfigProvider.SourceError({
-              message: `${variable} = ${JSON.stringify(name)} is not allowed: ${reason}`
-            })
-          )
-        )
-    })
+    InvalidParameter.validateConfig((name) =>
+      isValid(name)
+        ? Effect.succeed(name)
+        : Effect.fail(new InvalidParameter.InvalidParameter({ parameter: variable, value: name, allowed }))
+    )
   )
 
 /**

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { InvalidParameter } from "@resilience/jitter"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Chart from "./Chart.ts"
@@ -207,11 +208,14 @@ const compareCommand = Command.make(
 const list = (name: string, description: string, fallback: string) =>
   Flag.String(name).pipe(Flag.withDescription(`${description} (comma-separated)`), Flag.withDefault(fallback))
 
-const parseList = (name: string, text: string): Effect.Effect<ReadonlyArray<number>, Options.InvalidOption> => {
+const parseList = (
+  name: string,
+  text: string
+): Effect.Effect<ReadonlyArray<number>, InvalidParameter.InvalidParameter> => {
   const values = text.split(",").map((v) => Number(v.trim()))
   return values.length > 0 && values.every((v) => Number.isFinite(v) && v >= 0)
     ? Effect.succeed(values)
-    : Effect.fail(new Options.InvalidOption({ option: name, value: text, allowed: "comma-separated numbers >= 0" }))
+    : Effect.fail(Options.invalidOption(name, text, "comma-separated numbers >= 0"))
 }
 
 const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>, Options.InvalidOption> => {

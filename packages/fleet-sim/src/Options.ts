@@ -5,24 +5,24 @@
  * @since 0.1.0
  */
 import { DeriverConfig } from "@resilience/deriver"
-import { PollBackoff } from "@resilience/jitter"
+import { InvalidParameter, PollBackoff } from "@resilience/jitter"
 import { Effect, Schema } from "effect"
 import * as Model from "./Model.ts"
 
 /**
- * An option outside its allowed range.
+ * A flag outside its allowed range: jitter's `InvalidParameter`, the parameter named as the flag (`--derivers`).
  *
  * @since 0.1.0
  */
-export class InvalidOption extends Schema.TaggedError<InvalidOption>()("InvalidOption", {
-  option: Schema.String,
-  value: Schema.Unknown,
-  allowed: Schema.String
-}) {
-  override get message() {
-    return `--${this.option}: ${String(this.value)} is not ${this.allowed}`
-  }
-}
+export type InvalidOption = InvalidParameter.InvalidParameter
+
+/**
+ * The error for `--option` given `value`, allowed `allowed`.
+ *
+ * @since 0.1.0
+ */
+export const invalidOption = (option: string, value: unknown, allowed: string): InvalidOption =>
+  new InvalidParameter.InvalidParameter({ parameter: `--${option}`, value, allowed })
 
 const Positive = Schema.Finite.check(Schema.isGreaterThan(0))
 const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
@@ -341,7 +341,7 @@ export const apply = (
       const value = values.get(override.flag)
       if (value === undefined) continue
       if (!Schema.is(override.schema)(value)) {
-        return yield* new InvalidOption({ option: override.flag, value, allowed: override.allowed })
+        return yield* invalidOption(override.flag, value, override.allowed)
       }
       override.apply(params, value)
     }
@@ -352,16 +352,14 @@ export const apply = (
       ratio: params.poll.ratio,
       enabled: params.poll.enabled
     }).pipe(
-      Effect.mapError((e) => new InvalidOption({ option: e.parameter, value: e.value, allowed: e.allowed }))
+      Effect.mapError((e) => invalidOption(e.parameter, e.value, e.allowed))
     )
     const overload = params.overload === undefined ? undefined : yield* Model.overloadSettings(poll, {
       overloadSlowPollSeconds: values.get("slow-poll"),
       overloadMaxIntervalSeconds: values.get("overload-max-interval"),
       overloadRecoveryFactor: values.get("recovery-factor")
     }).pipe(
-      Effect.mapError((e) =>
-        new InvalidOption({ option: flagOf[e.parameter] ?? e.parameter, value: e.value, allowed: e.allowed })
-      )
+      Effect.mapError((e) => invalidOption(flagOf[e.parameter] ?? e.parameter, e.value, e.allowed))
     )
     return { ...params, poll, overload }
   })

@@ -82,12 +82,12 @@ describe("Model and Options", () => {
       // the preset itself is untouched
       assert.strictEqual(preset.derivers, 11_543)
       const error = yield* Effect.flip(Options.apply(preset, new Map([["jitter-ratio", 1.5]])))
-      assert.strictEqual(error.option, "jitter-ratio")
+      assert.strictEqual(error.parameter, "--jitter-ratio")
       const notInt = yield* Effect.flip(Options.apply(preset, new Map([["derivers", 2.5]])))
-      assert.strictEqual(notInt.option, "derivers")
+      assert.strictEqual(notInt.parameter, "--derivers")
       // the poll settings go through @resilience/jitter's own validation
       const badMax = yield* Effect.flip(Options.apply(preset, new Map([["max-interval", 0.5]])))
-      assert.strictEqual(badMax.option, "max")
+      assert.strictEqual(badMax.parameter, "--max")
     }))
 })
 

@@ -1,9 +1,12 @@
 /**
- * The one error of this package: a parameter outside its allowed range.
+ * A parameter outside its allowed range: the one validation error of this repository (jitter and backoff
+ * parameters, `Retry-After`, the deriver's and the API's settings, the simulator's flags), and its bridge to
+ * Effect `Config`, so that a bad environment variable stops a process at start with the same message.
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Config, ConfigProvider, Effect, Schema } from "effect"
+import { dual } from "effect/Function"
 
 /**
  * A jitter or backoff parameter was outside its allowed range. Carries the parameter's name, the value
@@ -24,6 +27,29 @@ export class InvalidParameter extends Schema.TaggedError<InvalidParameter>()("In
     return `${this.parameter} = ${render(this.value)} is not allowed: expected ${this.allowed}`
   }
 }
+
+/**
+ * The `Config.ConfigError` that reports an invalid parameter (an environment variable, by its name).
+ *
+ * @since 0.2.0
+ */
+export const toConfigError = (error: InvalidParameter): Config.ConfigError =>
+  new Config.ConfigError(new ConfigProvider.SourceError({ message: error.message }))
+
+/**
+ * A `Config` whose value must pass `validate`: an `InvalidParameter` stops config loading as a
+ * `ConfigError` with the parameter's message.
+ *
+ * @since 0.2.0
+ */
+export const validateConfig: {
+  <A, B>(validate: (a: A) => Effect.Effect<B, InvalidParameter>): (self: Config.Config<A>) => Config.Config<B>
+  <A, B>(self: Config.Config<A>, validate: (a: A) => Effect.Effect<B, InvalidParameter>): Config.Config<B>
+} = dual(
+  2,
+  <A, B>(self: Config.Config<A>, validate: (a: A) => Effect.Effect<B, InvalidParameter>): Config.Config<B> =>
+    Config.mapEffect(self, (a) => Effect.mapError(validate(a), toConfigError))
+)
 
 const render = (value: unknown): string => {
   if (typeof value === "string") return JSON.stringify(value)

@@ -42,13 +42,27 @@ export const NonNegativeMillis = Schema.Finite.check(Schema.isGreaterThanOrEqual
  */
 export const MillisAtLeast = (minimum: number) => Schema.Finite.check(Schema.isGreaterThanOrEqualTo(minimum))
 
-const isRatio = Schema.is(Ratio)
-const isMultiplier = Schema.is(Multiplier)
 const isPositiveMillis = Schema.is(PositiveMillis)
 const isNonNegativeMillis = Schema.is(NonNegativeMillis)
 
 const invalid = (parameter: string, value: unknown, allowed: string) =>
   new InvalidParameter.InvalidParameter({ parameter, value, allowed })
+
+/**
+ * A check built from a `Schema` and the allowed range in words: the value passes as it is, or the check fails
+ * with an {@link InvalidParameter.InvalidParameter} naming the parameter, the value and `allowed`. The one way
+ * a setting is range-checked in this repository.
+ *
+ * @since 0.2.0
+ */
+export const check = <A>(schema: Schema.Schema<A>, allowed: string) => {
+  const is = Schema.is(schema)
+  return (value: unknown, parameter: string): Effect.Effect<A, InvalidParameter.InvalidParameter> =>
+    is(value) ? Effect.succeed(value) : Effect.fail(invalid(parameter, value, allowed))
+}
+
+const checkRatio = check(Ratio, "a number in [0, 1]")
+const checkMultiplier = check(Multiplier, "a finite number >= 1")
 
 /** Milliseconds of a `Duration.Input`, or `undefined` when the input is not a duration at all. */
 const toMillis = (input: Duration.Input): number | undefined =>
@@ -63,7 +77,7 @@ const toMillis = (input: Duration.Input): number | undefined =>
  * @since 0.1.0
  */
 export const ratio = (value: number, parameter = "ratio"): Effect.Effect<number, InvalidParameter.InvalidParameter> =>
-  isRatio(value) ? Effect.succeed(value) : Effect.fail(invalid(parameter, value, "a number in [0, 1]"))
+  checkRatio(value, parameter)
 
 /**
  * Validates a backoff multiplier (≥ 1).
@@ -73,8 +87,7 @@ export const ratio = (value: number, parameter = "ratio"): Effect.Effect<number,
 export const multiplier = (
   value: number,
   parameter = "multiplier"
-): Effect.Effect<number, InvalidParameter.InvalidParameter> =>
-  isMultiplier(value) ? Effect.succeed(value) : Effect.fail(invalid(parameter, value, "a finite number >= 1"))
+): Effect.Effect<number, InvalidParameter.InvalidParameter> => checkMultiplier(value, parameter)
 
 /**
  * Validates a strictly positive, finite duration and returns it in milliseconds (e.g. a base interval).

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Schedule } from "effect"
+import { Config, ConfigProvider, Duration, Effect, Schedule, Schema } from "effect"
 import { InvalidParameter, Jitter, Parameters, PollBackoff, RetryJitter, Schedules } from "../src/index.ts"
 
 /** Runs `effect`, expects it to fail with an InvalidParameter, and checks what the error names. */
@@ -193,5 +193,38 @@ describe("Parameters", () => {
         allowed: NON_NEGATIVE
       })
       assert.strictEqual(yield* Parameters.durationAtLeast("30 seconds", "max", 1000, "base"), 30_000)
+    }))
+})
+
+describe("Parameters.check and InvalidParameter.validateConfig: the one validation pattern", () => {
+  const positiveInteger = Parameters.check(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
+
+  it.effect("check passes a valid value as it is and names the parameter of an invalid one", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(yield* positiveInteger(3, "DERIVER_WORKERS"), 3)
+      yield* expectInvalid(positiveInteger(0.5, "DERIVER_WORKERS"), {
+        parameter: "DERIVER_WORKERS",
+        value: 0.5,
+        allowed: "an integer >= 1"
+      })
+    }))
+
+  it.effect("validateConfig turns an InvalidParameter into a ConfigError with the same message", () =>
+    Effect.gen(function*() {
+      const workers = Config.Number("WORKERS").pipe(
+        InvalidParameter.validateConfig((n: number) => positiveInteger(n, "WORKERS"))
+      )
+      const read = (env: Record<string, string>) =>
+        Effect.provideService(
+          Effect.gen(function*() {
+            return yield* workers
+          }),
+          ConfigProvider.ConfigProvider,
+          ConfigProvider.fromEnv({ env })
+        )
+      assert.strictEqual(yield* read({ WORKERS: "4" }), 4)
+      const error = yield* Effect.flip(read({ WORKERS: "0" }))
+      assert.instanceOf(error, Config.ConfigError)
+      assert.include(String(error), "WORKERS = 0 is not allowed: expected an integer >= 1")
     }))
 })

@@ -1,7 +1,7 @@
 /**
  * One lab run's settings: the policy, the trigger, the real parts' limits and the load. Every value is checked
  * before anything starts; a bad one stops the CLI naming the flag and its allowed range (the simulator's
- * `InvalidOption`).
+ * `InvalidOption`, jitter's `InvalidParameter` named by the flag).
  */
 import { Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"
@@ -73,7 +73,7 @@ export const triggerEndSeconds = (settings: Settings): number =>
   settings.triggerAtSeconds + (settings.trigger === "stall" ? settings.stallSeconds : 0)
 
 const check = (ok: boolean, option: string, value: unknown, allowed: string) =>
-  ok ? Effect.void : Effect.fail(new Options.InvalidOption({ option, value, allowed }))
+  ok ? Effect.void : Effect.fail(Options.invalidOption(option, value, allowed))
 
 const integer = (value: number, minimum: number) => Number.isInteger(value) && value >= minimum
 
