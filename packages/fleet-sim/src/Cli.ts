@@ -224,11 +224,7 @@ const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>,
   return names.length > 0 && names.every(known)
     ? Effect.succeed(names as ReadonlyArray<Model.Policy>)
     : Effect.fail(
-      new Options.InvalidOption({
-        option: "policies",
-        value: text,
-        allowed: `comma-separated policies among ${Model.policies.join(", ")}`
-      })
+      Options.invalidOption("policies", text, `comma-separated policies among ${Model.policies.join(", ")}`)
     )
 }
 
