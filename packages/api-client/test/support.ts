@@ -1,0 +1,103 @@
+/**
+ * The real API, in-process on an ephemeral loopback port, behind a recording HTTP proxy that notes every
+ * request that reaches the server (time, method, path, idempotency key, status): the client's retries are
+ * counted where they land.
+ */
+import { Http, Readiness, Settings } from "@resilience/api-app"
+import { RetryAfter } from "@resilience/api-errors"
+import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/domain"
+import { Context, Effect, Layer, Logger, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { createServer, request as forward } from "node:http"
+import type { AddressInfo } from "node:net"
+
+export const adminToken = "client-test-admin-token-0123"
+
+/** The API on `url`'s database; ready (schema migrated) when returned. */
+export const startApi = (
+  options: { readonly url: string; readonly retryAfterSeconds: number; readonly schema: string }
+) =>
+  Effect.gen(function*() {
+    const settings: Settings.Settings = {
+      port: 0,
+      host: "127.0.0.1",
+      schema: SchemaName.makeUnsafe(options.schema),
+      adminToken: Redacted.make(adminToken),
+      maxBodyBytes: 64 * 1024,
+      retryAfter: RetryAfter.fixed(options.retryAfterSeconds),
+      migrate: true
+    }
+    const context = yield* Layer.build(
+      Http.server.pipe(
+        Layer.provide(DbSession.layer({
+          url: options.url,
+          connectTimeout: "2 seconds",
+          poolClass: "null",
+          poolSize: 10,
+          driver: "pg",
+          applicationName: "api-client-test"
+        })),
+        Layer.provide(Settings.AppSettings.layer(settings)),
+        Layer.provide(Logger.layer([]))
+      )
+    )
+    yield* Effect.orDie(Context.get(context, Readiness.Readiness).await)
+    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+  })
+
+/** One request as it reached the server. */
+export interface Arrival {
+  readonly atMillis: number
+  readonly method: string
+  readonly path: string
+  readonly idempotencyKey: string | undefined
+  readonly status: number
+}
+
+/** A forwarding proxy in front of `target` that records every request; closed with the scope. */
+export const recordingProxy = (target: string) =>
+  Effect.acquireRelease(
+    Effect.callback<{ readonly url: string; readonly arrivals: Array<Arrival>; readonly close: () => void }>(
+      (resume) => {
+        const arrivals: Array<Arrival> = []
+        const upstream = new URL(target)
+        const server = createServer((incoming, outgoing) => {
+          const atMillis = performance.now()
+          const key = incoming.headers["idempotency-key"]
+          const proxied = forward({
+            host: upstream.hostname,
+            port: upstream.port,
+            method: incoming.method,
+            path: incoming.url,
+            headers: incoming.headers
+          }, (response) => {
+            arrivals.push({
+              atMillis,
+              method: incoming.method ?? "",
+              path: incoming.url ?? "",
+              idempotencyKey: typeof key === "string" ? key : undefined,
+              status: response.statusCode ?? 0
+            })
+            outgoing.writeHead(response.statusCode ?? 502, response.headers)
+            response.pipe(outgoing)
+          })
+          proxied.on("error", () => outgoing.destroy())
+          incoming.pipe(proxied)
+        })
+        server.keepAliveTimeout = 1_000
+        server.listen(0, "127.0.0.1", () => {
+          const { port } = server.address() as AddressInfo
+          resume(Effect.succeed({
+            url: `http://127.0.0.1:${port}`,
+            arrivals,
+            close: () => {
+              server.closeAllConnections()
+              server.close()
+            }
+          }))
+        })
+      }
+    ),
+    (proxy) => Effect.sync(proxy.close)
+  )
