@@ -1,5 +1,5 @@
 /**
- * The deriver app, as layers: configuration from the environment (DESIGN.md's names), the schema's readiness
+ * The deriver app, as layers: configuration from the environment (docs/configuration.md), the schema's readiness
  * (optional migrations, retried on a jittered schedule while the database does not answer), one deriver for
  * `DB_SCHEMA` once the schema is ready, a Prometheus and readiness endpoint and JSON logs. `main.ts` launches it.
  *

@@ -1,6 +1,6 @@
 /**
  * Benchmark (not a test): how fast a checkout fails against a saturated server, how fast it succeeds against
- * a healthy one, and, beside them, the 10 s jittered-retry acquisition that SPEC.md §5 removed, written here
+ * a healthy one, and, beside them, the 10 s jittered-retry acquisition that docs/changes.md (change 3) removed, written here
  * and only here as the baseline. Prints progress, then a table.
  *
  *   npm run bench -w @resilience/db-session

@@ -1,5 +1,5 @@
 /**
- * The deriver's settings, read from the environment of DESIGN.md (`DERIVER_*`) with Effect `Config`. An
+ * The deriver's settings, read from the environment (`DERIVER_*`, docs/configuration.md) with Effect `Config`. An
  * invalid value fails at start with a message that names the variable, the value and the allowed range.
  *
  * @since 0.1.0
@@ -40,7 +40,7 @@ export interface DeriverConfig {
 }
 
 /**
- * Settings as a caller gives them: every field optional (defaults of DESIGN.md), durations in seconds
+ * Settings as a caller gives them: every field optional (production defaults), durations in seconds
  * (minutes for the stale timeout) as in the environment.
  *
  * @since 0.1.0
@@ -90,7 +90,7 @@ export const variables = {
 } as const satisfies Record<keyof Input, string>
 
 /**
- * The defaults (DESIGN.md's table; the grace period and batch size are this package's).
+ * The production defaults (the README's configuration table).
  *
  * @since 0.1.0
  */

@@ -1,5 +1,5 @@
 /**
- * The polling loop of DESIGN.md (items 1–5, 7, 8), independent of SQL: startup jitter, poll, decide the next
+ * The polling loop of docs/deriver-loop.md (steps 1–5, 7, 8), independent of SQL: startup jitter, poll, decide the next
  * sleep with {@link Scheduling}, fork claimed units onto workers bounded by a semaphore, and shut down
  * gracefully. The {@link Deriver} plugs the queue's SQL in as a {@link Source}; tests plug in fakes to check
  * the sequence of sleeps under `TestClock`.

@@ -6,7 +6,7 @@ const read = (env: Record<string, string>) =>
   DeriverConfig.config.parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
 
 describe("DeriverConfig", () => {
-  it.effect("defaults follow DESIGN.md; the startup window defaults to the max interval", () =>
+  it.effect("defaults follow the configuration table; the startup window defaults to the max interval", () =>
     Effect.gen(function*() {
       const exit = yield* read({})
       assert.isTrue(Exit.isSuccess(exit))

@@ -1,6 +1,6 @@
 /**
  * THE REMOVED BASELINE, for the lab's `baseline` and `jitter-only` policies only: the reference service's
- * `acquire_connection_with_retry`, the checkout loop that SPEC.md §5 removed. A checkout that fails as
+ * `acquire_connection_with_retry`, the checkout loop that docs/changes.md (change 3) removed. A checkout that fails as
  * unavailable is tried again after `min(0.1 s · 2^(k−1) + U(0, 1 s), 2 s)` until a failed attempt finds 10 s
  * spent (the simulator's `RetryBackoff`, which mirrors tenacity's `wait_exponential_jitter` and
  * `stop_after_delay`). A failure after the connection was handed over is not tried again. Nothing outside
