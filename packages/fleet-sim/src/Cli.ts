@@ -159,14 +159,31 @@ const runCommand = Command.make(
   })
 ).pipe(Command.withDescription("Simulate one scenario under one policy"))
 
+const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>, Options.InvalidOption> => {
+  const names = text.split(",").map((v) => v.trim())
+  const known = (name: string): name is Model.Policy => (Model.policies as ReadonlyArray<string>).includes(name)
+  return names.length > 0 && names.every(known)
+    ? Effect.succeed(names as ReadonlyArray<Model.Policy>)
+    : Effect.fail(
+      Options.invalidOption("policies", text, `comma-separated policies among ${Model.policies.join(", ")}`)
+    )
+}
+
+const policiesFlag = Flag.optional(
+  Flag.String("policies").pipe(Flag.withDescription(
+    "the policies to run side by side, comma-separated (compare: default every policy; sweep: overrides --policy)"
+  ))
+)
+
 const compareCommand = Command.make(
   "compare",
-  { scenario, seed, initialInterval, json, chart, overrides: overrideFlags },
+  { scenario, seed, initialInterval, json, chart, policies: policiesFlag, overrides: overrideFlags },
   Effect.fn(function*(input) {
     const { chart, json, overrides, scenario, seed } = input
+    const policies = Option.isSome(input.policies) ? yield* parsePolicies(input.policies.value) : Model.policies
     const runs: Array<{ name: string; outcome: Simulation.Outcome; summary: Summary.Summary }> = []
     let first: Model.Params | undefined
-    for (const policy of Model.policies) {
+    for (const policy of policies) {
       const params = yield* Options.apply(
         { ...Model.preset(scenario, policy, seed), initialInterval: input.initialInterval },
         overrideValues(overrides)
@@ -218,16 +235,6 @@ const parseList = (
     : Effect.fail(Options.invalidOption(name, text, "comma-separated numbers >= 0"))
 }
 
-const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>, Options.InvalidOption> => {
-  const names = text.split(",").map((v) => v.trim())
-  const known = (name: string): name is Model.Policy => (Model.policies as ReadonlyArray<string>).includes(name)
-  return names.length > 0 && names.every(known)
-    ? Effect.succeed(names as ReadonlyArray<Model.Policy>)
-    : Effect.fail(
-      Options.invalidOption("policies", text, `comma-separated policies among ${Model.policies.join(", ")}`)
-    )
-}
-
 const axisTitle = (axis: Sweep.Axis): string => {
   switch (axis) {
     case "budget":
@@ -246,11 +253,7 @@ const sweepCommand = Command.make(
   {
     scenario,
     policy: Flag.Literals("policy", Model.policies).pipe(Flag.withDefault("baseline" as Model.Policy)),
-    policies: Flag.optional(
-      Flag.String("policies").pipe(
-        Flag.withDescription("several policies side by side (comma-separated; overrides --policy)")
-      )
-    ),
+    policies: policiesFlag,
     seed,
     fleets: list("fleets", "fleet sizes", "2000,4000,6000,8000,10000,11543"),
     axis: Flag.Literals("axis", Sweep.axes).pipe(
