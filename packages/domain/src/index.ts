@@ -13,13 +13,6 @@
 export * as Domain from "./Domain.ts"
 
 /**
- * The domain tables' migrations.
- *
- * @since 0.1.0
- */
-export * as DomainSchema from "./DomainSchema.ts"
-
-/**
  * Storing messages (and enqueuing their derivation).
  *
  * @since 0.1.0
@@ -34,13 +27,6 @@ export * as Messages from "./Messages.ts"
 export * as Model from "./Model.ts"
 
 /**
- * Name schemas and the work unit key.
- *
- * @since 0.1.0
- */
-export * as Names from "./Names.ts"
-
-/**
  * Queue counts per workspace.
  *
  * @since 0.1.0
@@ -48,25 +34,11 @@ export * as Names from "./Names.ts"
 export * as QueueStatus from "./QueueStatus.ts"
 
 /**
- * The `representation` task.
- *
- * @since 0.1.0
- */
-export * as Representation from "./Representation.ts"
-
-/**
  * Reading derived representations.
  *
  * @since 0.1.0
  */
 export * as Representations from "./Representations.ts"
-
-/**
- * Term counting.
- *
- * @since 0.1.0
- */
-export * as Terms from "./Terms.ts"
 
 /**
  * Workspaces and their tokens.

@@ -4,7 +4,9 @@ import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName } from "@resilience/deriver"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Option, References, Schema, Scope } from "effect"
-import { Domain, Messages, Names, QueueStatus, Representation, Representations, Workspaces } from "../src/index.ts"
+import { Domain, Messages, QueueStatus, Representations, Workspaces } from "../src/index.ts"
+import * as Names from "../src/Names.ts"
+import * as Representation from "../src/Representation.ts"
 
 const Database = TestDatabase.layerWith((database) =>
   DbSession.layer({

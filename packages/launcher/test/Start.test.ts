@@ -1,5 +1,4 @@
 import { assert, describe, layer } from "@effect/vitest"
-import { ApiClient, Stack } from "@resilience/launcher"
 import { Cluster, Orphans } from "@resilience/local-postgres"
 import { TestDatabase } from "@resilience/test-db"
 import { Duration, Effect, Option, Schema } from "effect"
@@ -7,6 +6,8 @@ import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as ApiClient from "../src/ApiClient.ts"
+import * as Stack from "../src/Stack.ts"
 
 const Created = Schema.Struct({ name: Schema.String, token: Schema.String })
 const Derived = Schema.Struct({ messageCount: Schema.Number })

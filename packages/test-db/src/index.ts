@@ -3,12 +3,8 @@
  * counting proxy and the network stand-ins. Running the server itself is @resilience/local-postgres.
  */
 export * as ClosedPort from "./ClosedPort.ts"
-export * as Container from "./Container.ts"
 export * as CountingProxy from "./CountingProxy.ts"
-export * as FakeServer from "./FakeServer.ts"
 export * as PgBouncer from "./PgBouncer.ts"
-export * as ServerSource from "./ServerSource.ts"
-export * as SharedServer from "./SharedServer.ts"
 export * as SilentListener from "./SilentListener.ts"
 export * as SupavisorStandIn from "./SupavisorStandIn.ts"
 export * as TableLock from "./TableLock.ts"

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ServerSource } from "@resilience/test-db"
+import * as ServerSource from "../src/ServerSource.ts"
 
 describe("ServerSource.choose", () => {
   it("takes TEST_DATABASE_URL first, even when a container engine is reachable", () => {
