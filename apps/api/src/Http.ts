@@ -8,7 +8,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
-import { Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
+import { Idempotency, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -23,6 +23,8 @@ const constantTimeEquals = (a: string, b: string): boolean => {
   const right = Buffer.from(b, "utf8")
   return left.length === right.length && timingSafeEqual(left, right)
 }
+
+const defaultIdempotencyRetentionSeconds = 86_400
 
 const noToken = new Errors.Unauthorized({ detail: "Missing bearer token (Authorization: Bearer <token>)" })
 
@@ -125,11 +127,26 @@ export const AdminHandlers = HttpApiBuilder.group(
  */
 export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (handlers) =>
   handlers.handleAll({
-    appendMessages: ({ params, payload }) =>
-      withWorkspace(
-        params.workspace,
-        (schema) => Messages.append(schema, params.workspace, params.session, payload.messages)
-      ),
+    appendMessages: ({ headers, params, payload }) =>
+      withWorkspace(params.workspace, (schema) => {
+        const key = headers["idempotency-key"]
+        if (key === undefined) return Messages.append(schema, params.workspace, params.session, payload.messages)
+        return Effect.gen(function*() {
+          const { idempotencyRetentionSeconds } = yield* AppSettings
+          const outcome = yield* Messages.appendOnce(schema, params.workspace, params.session, payload.messages, {
+            key,
+            retentionSeconds: idempotencyRetentionSeconds ?? defaultIdempotencyRetentionSeconds
+          })
+          return outcome.response
+        }).pipe(
+          Effect.catchTag("IdempotencyKeyReused", () =>
+            Effect.fail(
+              new Errors.IdempotencyKeyReused({
+                detail: "This Idempotency-Key was used for a different request; use a new key for a new request"
+              })
+            ))
+        )
+      }),
     queueStatus: ({ params }) =>
       withWorkspace(params.workspace, (schema) => QueueStatus.forWorkspace(schema, params.workspace)),
     representation: ({ params }) =>
@@ -203,6 +220,19 @@ export const readyLog = Layer.effectDiscard(Effect.gen(function*() {
 }))
 
 /**
+ * Prunes expired `Idempotency-Key`s of the schema for the server's lifetime, on a jittered period
+ * (`Idempotency.pruneLoop`).
+ *
+ * @since 0.1.0
+ */
+export const idempotencyPruning = Layer.effectDiscard(Effect.gen(function*() {
+  const settings = yield* AppSettings
+  yield* Effect.forkScoped(
+    Idempotency.pruneLoop(settings.schema, settings.idempotencyRetentionSeconds ?? defaultIdempotencyRetentionSeconds)
+  )
+}))
+
+/**
  * The HTTP server on `settings.port`, serving at once; the schema becomes ready in the background
  * (`Readiness`, provided to the caller too). Needs `AppSettings` and `DbSession`.
  *
@@ -213,6 +243,7 @@ export const server = Layer.unwrap(Effect.gen(function*() {
   return HttpRouter.serve(routes).pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
     (serving) => Layer.provideMerge(readyLog, serving),
+    Layer.provideMerge(idempotencyPruning),
     Layer.provideMerge(Readiness.layer)
   )
 }))

@@ -29,6 +29,11 @@ export interface Settings {
   readonly retryAfter: RetryAfter.RetryAfter
   /** Whether to migrate `schema` at start (`API_MIGRATE`, true). */
   readonly migrate: boolean
+  /**
+   * `API_IDEMPOTENCY_RETENTION_SECONDS` (86400): how long an `Idempotency-Key` of `POST …/messages` is
+   * remembered; older keys are pruned and count as new. Optional here: 86400 when absent.
+   */
+  readonly idempotencyRetentionSeconds?: number | undefined
 }
 
 /**
@@ -42,6 +47,7 @@ export class AppSettings extends Context.Service<AppSettings, Settings>()("@resi
 }
 
 const Port = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 65_535 }))
+const RetentionSeconds = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 30 * 86_400 }))
 const BodyBytes = Schema.Int.check(Schema.isBetween({ minimum: 1_024, maximum: 64 * 1_048_576 }))
 
 /**
@@ -68,7 +74,10 @@ export const config: Config.Config<Settings> = Config.all({
   ),
   maxBodyBytes: Config.schema(BodyBytes, "API_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
   retryAfter: RetryAfter.config,
-  migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true))
+  migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true)),
+  idempotencyRetentionSeconds: Config.schema(RetentionSeconds, "API_IDEMPOTENCY_RETENTION_SECONDS").pipe(
+    Config.withDefault(86_400)
+  )
 })
 
 /**

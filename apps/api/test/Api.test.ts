@@ -184,11 +184,14 @@ describe("apps/api over real HTTP, healthy database", () => {
           Effect.provide(HttpApiMiddleware.layerClient(Security.WorkspaceAuth, ({ next, request }) =>
             next(HttpClientRequest.bearerToken(request, created.token))))
         )
-        const appended = yield* client.workspace.appendMessages({
+        const append = client.workspace.appendMessages({
           params: { workspace: "typed", session: "s" },
+          headers: { "idempotency-key": "typed-1" },
           payload: { messages: [{ peer: "bob", content: "typed clients are nice" }] }
         })
-        assert.deepStrictEqual(appended, { stored: 1, enqueued: 1 })
+        assert.deepStrictEqual(yield* append, { stored: 1, enqueued: 1 })
+        // Sent again with its key (the client did not learn the outcome): the first response, nothing stored.
+        assert.deepStrictEqual(yield* append, { stored: 1, enqueued: 1 })
         const health = yield* client.healthz()
         assert.deepStrictEqual(health, { status: "ok" })
       }).pipe(Effect.provide(FetchHttpClient.layer)), { timeout: 60_000 })

@@ -30,6 +30,7 @@ export interface Options {
   readonly migrate?: boolean | undefined
   readonly connectTimeout?: Duration.Input | undefined
   readonly statementTimeout?: Duration.Input | undefined
+  readonly idempotencyRetentionSeconds?: number | undefined
   readonly maxBodyBytes?: number | undefined
   /** Wait until the schema is ready before returning (default: when migrating). */
   readonly awaitReady?: boolean | undefined
@@ -52,7 +53,8 @@ export const start = (options: Options) =>
       adminToken: Redacted.make(adminToken),
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
       retryAfter: RetryAfter.fixed(1),
-      migrate: options.migrate ?? true
+      migrate: options.migrate ?? true,
+      idempotencyRetentionSeconds: options.idempotencyRetentionSeconds
     }
     const context = yield* Layer.build(
       Http.server.pipe(

@@ -11,7 +11,7 @@ import * as Model from "@resilience/domain/Model"
 import * as Names from "@resilience/domain/Names"
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Conflict, Forbidden, NotFound } from "./Errors.ts"
+import { Conflict, Forbidden, IdempotencyKeyReused, NotFound } from "./Errors.ts"
 import { AdminAuth, WorkspaceAuth } from "./Security.ts"
 
 /**
@@ -65,6 +65,22 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .annotateMerge(OpenApi.annotations({ title: "Admin", description: "Requires the admin bearer token." }))
 {}
 
+/**
+ * Headers of `POST …/messages`: an optional `Idempotency-Key` (1–255 visible ASCII characters). The same key
+ * and body within the retention window answers the first request's response and stores nothing new;
+ * concurrent duplicates store once; the same key with another body is a 422.
+ *
+ * @since 0.1.0
+ */
+export const AppendHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(
+    described(
+      Schema.String.check(Schema.isPattern(/^[\x21-\x7e]{1,255}$/)),
+      "Idempotency-Key: 1–255 visible ASCII characters; resend a write with the same key when its outcome is unknown"
+    )
+  )
+})
+
 const WorkspaceParams = { workspace: described(Names.WorkspaceName, "workspace name") }
 
 /**
@@ -77,8 +93,9 @@ export class WorkspaceGroup extends HttpApiGroup.make("workspace")
     HttpApiEndpoint.post("appendMessages", "/v1/workspaces/:workspace/sessions/:session/messages", {
       params: { ...WorkspaceParams, session: described(Names.SessionName, "session name") },
       payload: AppendMessages,
+      headers: AppendHeaders,
       success: Model.Appended.pipe(HttpApiSchema.status(201)),
-      error: [Forbidden, NotFound]
+      error: [Forbidden, NotFound, IdempotencyKeyReused]
     }),
     HttpApiEndpoint.get("queueStatus", "/v1/workspaces/:workspace/queue", {
       params: WorkspaceParams,

@@ -41,3 +41,18 @@ export class NotFound extends Schema.Error<NotFound>("@resilience/api-app/NotFou
 export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Conflict")({
   detail: Schema.String
 }, { httpApiStatus: 409, description: "A workspace with this name exists already." }) {}
+
+/**
+ * 422: this `Idempotency-Key` already names a different request (another body or session) within the
+ * retention window.
+ *
+ * @since 0.1.0
+ */
+export class IdempotencyKeyReused
+  extends Schema.Error<IdempotencyKeyReused>("@resilience/api-app/IdempotencyKeyReused")({
+    detail: Schema.String
+  }, {
+    httpApiStatus: 422,
+    description: "The Idempotency-Key was used for a different request within the retention window; use a new key."
+  })
+{}

@@ -10,7 +10,8 @@ const t = SchemaName.qualify
 
 /**
  * The domain migrations: workspaces (token stored hashed), sessions, messages, peer representations with their
- * term counts and per-session progress, and an index of queue items by workspace for the status endpoint.
+ * term counts and per-session progress, an index of queue items by workspace for the status endpoint, and the
+ * idempotency keys of writes.
  *
  * @since 0.1.0
  */
@@ -77,6 +78,21 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
     name: "queue items by workspace",
     up: (schema) => [
       `CREATE INDEX queue_workspace_idx ON ${t(schema, "queue")} ((payload ->> 'workspace'))`
+    ]
+  },
+  {
+    version: 4,
+    name: "idempotency keys",
+    up: (schema) => [
+      `CREATE TABLE ${t(schema, "idempotency_keys")} (
+        workspace text NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        response jsonb,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (workspace, key)
+      )`,
+      `CREATE INDEX idempotency_keys_created_at_idx ON ${t(schema, "idempotency_keys")} (created_at)`
     ]
   }
 ]

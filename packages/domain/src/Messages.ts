@@ -5,9 +5,10 @@
  * @since 0.1.0
  */
 import { DbSession } from "@resilience/db-session"
-import type { DbError } from "@resilience/db-session"
+import type { Connection, DbError } from "@resilience/db-session"
 import { Queue, SchemaName } from "@resilience/deriver"
 import { Effect } from "effect"
+import * as Idempotency from "./Idempotency.ts"
 import type * as Model from "./Model.ts"
 import * as Names from "./Names.ts"
 
@@ -34,8 +35,49 @@ export const representationTask = "representation"
 
 /**
  * Stores messages of a session (creating the session on first use) and enqueues one `representation` task per
- * distinct peer, all in one transaction. The workspace must exist (the API checks its token first); otherwise
- * the foreign key fails the statement (`QueryFailed` 23503).
+ * distinct peer, on the caller's connection (inside its transaction). The workspace must exist (the API checks
+ * its token first); otherwise the foreign key fails the statement (`QueryFailed` 23503).
+ *
+ * @since 0.1.0
+ */
+export const store = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  workspace: string,
+  session: string,
+  messages: ReadonlyArray<NewMessage>
+): Effect.Effect<Appended, DbError> =>
+  Effect.gen(function*() {
+    yield* connection.query(
+      `INSERT INTO ${SchemaName.qualify(schema, "sessions")} (workspace, name) VALUES ($1, $2)
+       ON CONFLICT DO NOTHING`,
+      [workspace, session]
+    )
+    const inserted = yield* connection.query<{ n: number }>(
+      `WITH inserted AS (
+        INSERT INTO ${SchemaName.qualify(schema, "messages")} (workspace, session, peer, content)
+        SELECT $1, $2, m.value ->> 'peer', m.value ->> 'content'
+        FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS m(value, n)
+        ORDER BY m.n
+        RETURNING 1
+      ) SELECT count(*)::int AS n FROM inserted`,
+      [workspace, session, JSON.stringify(messages.map(({ content, peer }) => ({ peer, content })))]
+    )
+    const peers = [...new Set(messages.map((message) => message.peer))]
+    const enqueued = yield* Queue.enqueue(
+      connection,
+      schema,
+      peers.map((peer) => ({
+        workUnitKey: Names.representationUnit(workspace, session, peer),
+        taskType: representationTask,
+        payload: { workspace, session, peer }
+      }))
+    )
+    return { stored: inserted[0]?.n ?? 0, enqueued }
+  })
+
+/**
+ * Stores messages and enqueues their representation tasks in one transaction (see {@link store}).
  *
  * @since 0.1.0
  */
@@ -48,34 +90,37 @@ export const append = (
   Effect.gen(function*() {
     if (messages.length === 0) return { stored: 0, enqueued: 0 }
     const db = yield* DbSession
-    return yield* db.transaction((connection) =>
-      Effect.gen(function*() {
-        yield* connection.query(
-          `INSERT INTO ${SchemaName.qualify(schema, "sessions")} (workspace, name) VALUES ($1, $2)
-           ON CONFLICT DO NOTHING`,
-          [workspace, session]
-        )
-        const inserted = yield* connection.query<{ n: number }>(
-          `WITH inserted AS (
-            INSERT INTO ${SchemaName.qualify(schema, "messages")} (workspace, session, peer, content)
-            SELECT $1, $2, m.value ->> 'peer', m.value ->> 'content'
-            FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS m(value, n)
-            ORDER BY m.n
-            RETURNING 1
-          ) SELECT count(*)::int AS n FROM inserted`,
-          [workspace, session, JSON.stringify(messages.map(({ content, peer }) => ({ peer, content })))]
-        )
-        const peers = [...new Set(messages.map((message) => message.peer))]
-        const enqueued = yield* Queue.enqueue(
-          connection,
-          schema,
-          peers.map((peer) => ({
-            workUnitKey: Names.representationUnit(workspace, session, peer),
-            taskType: representationTask,
-            payload: { workspace, session, peer }
-          }))
-        )
-        return { stored: inserted[0]?.n ?? 0, enqueued }
-      })
-    )
+    return yield* db.transaction((connection) => store(connection, schema, workspace, session, messages))
   }).pipe(Effect.withSpan("Messages.append", { attributes: { schema, workspace, session, count: messages.length } }))
+
+/**
+ * {@link append} under an `Idempotency-Key`: the same key with the same session and messages within
+ * `retentionSeconds` stores nothing new and answers the first request's result (`replayed: true`); the same
+ * key with another request fails with `IdempotencyKeyReused`.
+ *
+ * @since 0.1.0
+ */
+export const appendOnce = (
+  schema: SchemaName.SchemaName,
+  workspace: string,
+  session: string,
+  messages: ReadonlyArray<NewMessage>,
+  idempotency: { readonly key: string; readonly retentionSeconds: number }
+): Effect.Effect<Idempotency.Outcome<Appended>, DbError | Idempotency.IdempotencyKeyReused, DbSession> =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    const key: Idempotency.Key = {
+      workspace,
+      key: idempotency.key,
+      fingerprint: Idempotency.fingerprint({
+        session,
+        messages: messages.map(({ content, peer }) => ({ peer, content }))
+      }),
+      retentionSeconds: idempotency.retentionSeconds
+    }
+    return yield* db.transaction((connection) =>
+      Idempotency.once(connection, schema, key, store(connection, schema, workspace, session, messages))
+    )
+  }).pipe(
+    Effect.withSpan("Messages.appendOnce", { attributes: { schema, workspace, session, count: messages.length } })
+  )

@@ -20,6 +20,13 @@ export * as Domain from "./Domain.ts"
 export * as Messages from "./Messages.ts"
 
 /**
+ * Idempotency keys of writes: once per key, replay of the first response, pruning.
+ *
+ * @since 0.1.0
+ */
+export * as Idempotency from "./Idempotency.ts"
+
+/**
  * The domain's values as schemas (server free; also `@resilience/domain/Model`).
  *
  * @since 0.1.0

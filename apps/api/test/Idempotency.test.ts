@@ -1,0 +1,100 @@
+/**
+ * `Idempotency-Key` on `POST …/messages`, through the real server against real PostgreSQL: a resend with the
+ * same key and body answers the first response and stores nothing; five concurrent duplicates (held in flight
+ * together behind a lock) store once; the same key with another body is a 422; keys expire after the retention
+ * window and are pruned.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { TableLock, TestDatabase } from "@resilience/test-db"
+import { Effect, Fiber } from "effect"
+import pg from "pg"
+import { createWorkspace, start, type TestServer } from "./TestServer.ts"
+
+const count = (url: string, sql: string) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    const result = await client.query(sql).finally(() => client.end())
+    return Number((result.rows[0] as { n: string }).n)
+  })
+
+const post = (api: TestServer, token: string, key: string | undefined, contents: ReadonlyArray<string>) =>
+  Effect.promise(async () => {
+    const response = await fetch(`${api.baseUrl}/v1/workspaces/acme/sessions/s1/messages`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${token}`,
+        "content-type": "application/json",
+        ...(key === undefined ? {} : { "idempotency-key": key })
+      },
+      body: JSON.stringify({ messages: contents.map((content) => ({ peer: "alice", content })) })
+    })
+    return { status: response.status, text: await response.text() }
+  })
+
+describe("apps/api Idempotency-Key", () => {
+  it.layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })((it) => {
+    it.effect("resend, concurrent duplicates, another body, expiry and pruning", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const schema = "idempotency"
+        const api = yield* start({ url: db.url, schema, idempotencyRetentionSeconds: 2 })
+        const token = yield* createWorkspace(api, "acme")
+        const messages = count(db.url, `SELECT count(*) AS n FROM ${schema}.messages`)
+        const queued = count(db.url, `SELECT count(*) AS n FROM ${schema}.queue`)
+        const keys = count(db.url, `SELECT count(*) AS n FROM ${schema}.idempotency_keys`)
+
+        // A resend with the same key and body: the first response, nothing new stored or queued.
+        const first = yield* post(api, token, "key-1", ["a", "b"])
+        const resend = yield* post(api, token, "key-1", ["a", "b"])
+        assert.strictEqual(first.status, 201, first.text)
+        assert.deepStrictEqual([resend.status, resend.text], [first.status, first.text])
+        assert.deepStrictEqual([yield* messages, yield* queued], [2, 1])
+
+        // The same key with another body: 422, nothing stored.
+        const other = yield* post(api, token, "key-1", ["c"])
+        assert.strictEqual(other.status, 422, other.text)
+        assert.include(other.text, "Idempotency-Key")
+        assert.strictEqual(yield* messages, 2)
+
+        // Five concurrent duplicates, all in flight together: the write is held behind a lock on messages.
+        const concurrent = yield* Effect.scoped(Effect.gen(function*() {
+          yield* TableLock.hold(db.url, `${schema}.messages`)
+          const fibers = yield* Effect.forEach(
+            [1, 2, 3, 4, 5],
+            () => Effect.forkChild(post(api, token, "key-2", ["d", "e", "f"]))
+          )
+          yield* Effect.sleep("300 millis")
+          return fibers
+        })).pipe(Effect.flatMap((fibers) => Effect.forEach(fibers, Fiber.join)))
+        const statuses = concurrent.map((reply) => reply.status)
+        assert.deepStrictEqual(statuses, [201, 201, 201, 201, 201], concurrent.map((r) => r.text).join("\n"))
+        assert.strictEqual(new Set(concurrent.map((reply) => reply.text)).size, 1)
+        assert.deepStrictEqual([yield* messages, yield* queued], [5, 2])
+
+        // Without a key every POST stores (the key is what makes a resend safe).
+        yield* post(api, token, undefined, ["g"])
+        yield* post(api, token, undefined, ["g"])
+        assert.strictEqual(yield* messages, 7)
+
+        // After the retention window (2 s here) a key counts as new, and expired keys are pruned.
+        yield* Effect.sleep("2500 millis")
+        const again = yield* post(api, token, "key-1", ["a", "b"])
+        assert.strictEqual(again.status, 201, again.text)
+        assert.strictEqual(yield* messages, 9)
+        const deadline = Date.now() + 15_000
+        let left = yield* keys
+        while (left > 1 && Date.now() < deadline) {
+          yield* Effect.sleep("200 millis")
+          left = yield* keys
+        }
+        // key-2 expired and was pruned; key-1 was just written again and is kept.
+        assert.strictEqual(left, 1)
+        console.log(
+          `[figures] Idempotency-Key: resend ${resend.status}, other body ${other.status}, 5 concurrent ${
+            statuses.join("/")
+          }, messages stored ${yield* messages} (expected 9), keys left ${left}`
+        )
+      }))
+  })
+})
