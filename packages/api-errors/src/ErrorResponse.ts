@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Classify } from "@resilience/db-session"
+// The table alone (no driver, no pool): framework-neutral users and the API contract load no server code.
+import * as Classify from "@resilience/db-session/Classify"
 import { Cause } from "effect"
 import * as RetryAfter from "./RetryAfter.ts"
 
