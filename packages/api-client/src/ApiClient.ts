@@ -212,7 +212,8 @@ export const make = (
           idempotencyKey
         }),
       appendMessages: ({ idempotencyKey, messages, session, token, workspace }) =>
-        call(client.workspace.appendMessages({ params: { workspace, session }, payload: { messages } }), {
+        // The key travels as a header set for every attempt of the call (see CurrentCall), not per request here.
+        call(client.workspace.appendMessages({ params: { workspace, session }, headers: {}, payload: { messages } }), {
           endpoint: "appendMessages",
           token,
           keyHonoured: true,
