@@ -294,7 +294,9 @@ const sweepCommand = Command.make(
         })
       ])
       yield* Console.log(
-        `\n${policy}: recovery after the trigger (peak client connections):\n${Report.table(header, rows)}\n`
+        `\n${policy}: recovery after the trigger (peak client connections), ${base.horizonSeconds} s horizon:\n${
+          Report.table(header, rows)
+        }\n`
       )
     }
     if (Option.isSome(json)) {
