@@ -1,27 +1,29 @@
 /**
  * The deriver: the {@link PollLoop} over the queue of one tenant schema. Claims units with the queue's SQL,
- * drains each in id order through the {@link Handlers} registry, marks items processed (or with their
- * error), bumps the heartbeat, backs off on database failures, and releases its ownership rows on shutdown.
+ * drains each in id order through the {@link Handlers} registry, records a batch's outcomes (processed, or
+ * with their error) and the heartbeat in one statement, backs off on database failures, and releases its ownership rows on shutdown.
  * Every database access is one checkout through `DbSession` (a single connection attempt).
  *
  * The file reads top to bottom as the steps of one deriver: {@link pollStep} (stale cleanup and claim),
- * the item steps (run the handler under a heartbeat, classify its outcome, record it), the unit steps
+ * the item steps (run each handler under a heartbeat, classify its outcome, record a batch at once), the unit steps
  * (drain, release), the shutdown release, and {@link start}, which wires them into the loop.
  *
  * @since 0.1.0
  */
-import { DbSession } from "@resilience/db-session"
+import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
-import { Clock, Duration, Effect, Layer, Metric, Random } from "effect"
+import { Clock, Duration, Effect, Layer, Metric, Predicate, Random } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
+import * as CheckoutGate from "./CheckoutGate.ts"
 import * as ConditionLog from "./ConditionLog.ts"
 import type * as DeriverConfig from "./DeriverConfig.ts"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
+import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
 import * as Queue from "./Queue.ts"
 import type * as SchemaName from "./SchemaName.ts"
@@ -62,10 +64,13 @@ interface Context<R> {
   readonly workerBackoff: PollBackoff.Settings
   /** Database conditions, logged once per change of state (shared by the poll and the workers). */
   readonly conditions: ConditionLog.ConditionLog
+  /** One back-off state for every checkout of this deriver (poll, workers, heartbeats). */
+  readonly gate: CheckoutGate.CheckoutGate
 }
 
-/** What became of one item: recorded (`done`), left unprocessed (`database`), or the unit was taken (`lost`). */
-type ItemResult = "done" | "database" | "lost"
+/** One checkout of this deriver, through its gate (waits while the process backs off). */
+const checkout = <R, A, E, R2>(ctx: Context<R>, f: (connection: Connection) => Effect.Effect<A, E, R2>) =>
+  ctx.gate.run(ctx.session.withConnection(f))
 
 /** What a handler's run means for its item: mark it (with an error, or none), or leave it for later. */
 type HandlerOutcome = { readonly failed: string | undefined } | { readonly database: unknown }
@@ -75,15 +80,38 @@ type HandlerOutcome = { readonly failed: string | undefined } | { readonly datab
 
 /** One poll on one checkout: the stale cleanup when due, then the claim of up to `limit` units. */
 const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
-  ctx.session.withConnection((connection) =>
+  ctx.gate.runNow(ctx.session.withConnection((connection) =>
     Effect.gen(function*() {
       if (cleanup) yield* cleanupStale(ctx, connection)
       return yield* Queue.claim(connection, ctx.schema, limit, ctx.owner)
     })
-  ).pipe(
+  )).pipe(
     Effect.tap(() => ctx.conditions.recovered),
-    Effect.tapError((error) => ctx.conditions.report("poll failed", error))
+    Effect.tapError((error) => error._tag === "GateFull" ? Effect.void : ctx.conditions.report("poll failed", error))
   )
+
+/** What a failed poll says about overload: no connection, a claim cancelled by its timeout, or neither. */
+const classifyPollFailure = (error: unknown): Overload.PollResult =>
+  Classify.isUnavailable(error)
+    ? "unavailable"
+    : Predicate.hasProperty(error, "code") && cancelledCodes.has(String(error.code))
+    ? "cancelled"
+    : "failed"
+
+/** A statement cancelled by the server's statement timeout (57014) or db-session's client-side deadline. */
+const cancelledCodes: ReadonlySet<string> = new Set(["57014", "STATEMENT_TIMEOUT"])
+
+/**
+ * How many units the process can start now: none while its gate is blocked (an outage), else what the
+ * gate's concurrency limit leaves beyond the units already held (each needs checkouts to make progress).
+ */
+const capacity = <R>(ctx: Context<R>) => (held: number): Effect.Effect<number | "blocked"> =>
+  Effect.gen(function*() {
+    if (yield* ctx.gate.blocked) return "blocked" as const
+    const state = yield* ctx.gate.state
+    yield* Metric.update(DeriverMetrics.checkoutLimit, Math.floor(state.limit))
+    return Math.max(0, Math.floor(state.limit) - held)
+  })
 
 const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>
   Effect.gen(function*() {
@@ -119,14 +147,14 @@ const keepAlive = <R>(ctx: Context<R>, unit: string): Effect.Effect<never> =>
   Effect.forever(
     Effect.sleep(Duration.millis(ctx.config.staleTimeoutMillis / 3)).pipe(
       Effect.andThen(
-        ctx.session.withConnection((connection) => Queue.heartbeat(connection, ctx.schema, unit, ctx.owner))
+        checkout(ctx, (connection) => Queue.heartbeat(connection, ctx.schema, unit, ctx.owner))
       ),
       Effect.catch((error) => ctx.conditions.report("could not renew the unit's ownership", error, { unit }))
     )
   )
 
 // ---------------------------------------------------------------------------------------------------------
-// Item: run the handler, classify its outcome, record it
+// Items: run each handler, classify its outcome, record a batch's outcomes at once
 
 /**
  * The outcome policy: runs the item's handler (under the unit's heartbeat) and says what its result means.
@@ -134,12 +162,16 @@ const keepAlive = <R>(ctx: Context<R>, unit: string): Effect.Effect<never> =>
  * database condition (db-session's table: unavailable, transient or misconfigured; as a failure or a defect)
  * leaves it unprocessed for a later attempt.
  */
-const runHandler = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<HandlerOutcome, never, R> => {
+const runHandler = <R>(
+  ctx: Context<R>,
+  item: Queue.Item,
+  whileRunning: Effect.Effect<never>
+): Effect.Effect<HandlerOutcome, never, R> => {
   const handler = Handlers.get(ctx.handlers, item.taskType)
   if (handler === undefined) {
     return Effect.succeed({ failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` })
   }
-  return Effect.raceFirst(handler(item), keepAlive(ctx, item.workUnitKey)).pipe(
+  return Effect.raceFirst(handler(item), whileRunning).pipe(
     Effect.as<HandlerOutcome>({ failed: undefined }),
     Effect.catch((error) =>
       Effect.succeed<HandlerOutcome>(
@@ -154,79 +186,132 @@ const runHandler = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<Handler
   )
 }
 
-/** Records a marked outcome (processed, or with its error) with the heartbeat in one statement. */
-const recordOutcome = <R>(ctx: Context<R>, item: Queue.Item, failed: string | undefined) =>
+/**
+ * Handles a batch's items in id order, each under the unit's heartbeat and with no connection held, until
+ * the batch ends or a handler meets a database condition (that item and the rest stay for a later attempt).
+ * Outcomes are recorded together after the last handler; but when a handler runs longer than the base poll
+ * interval, the outcomes of the items before it are recorded while it runs (so a slow or stuck item does
+ * not hold back the record of finished ones). Returns the outcomes not yet recorded, and whether a record
+ * found the unit taken away.
+ */
+const handleBatch = <R>(ctx: Context<R>, unit: string, batch: ReadonlyArray<Queue.Item>) =>
   Effect.gen(function*() {
-    const completed = yield* ctx.session.withConnection((connection) =>
-      Queue.complete(connection, ctx.schema, item, ctx.owner, failed)
-    ).pipe(Effect.result)
-    if (completed._tag === "Failure") {
-      yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-      yield* ctx.conditions.report("could not mark item; it stays unprocessed", completed.failure, {
-        item: item.id,
-        unit: item.workUnitKey
-      })
-      return "database" as const
-    }
-    if (failed === undefined) {
-      yield* Metric.update(DeriverMetrics.itemsProcessed, 1)
-    } else {
-      yield* Metric.update(DeriverMetrics.itemsFailed, 1)
-      yield* Effect.logWarning("handler failed; item marked with its error").pipe(
-        Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit: item.workUnitKey, error: failed })
+    let pending: Array<Queue.Outcome> = []
+    let lost = false
+    const flushPending = Effect.suspend(() => {
+      if (pending.length === 0) return Effect.void
+      const flushing = pending
+      pending = []
+      return recordBatch(ctx, unit, flushing, false).pipe(
+        Effect.map((recorded) => {
+          if (recorded === undefined) pending = [...flushing, ...pending]
+          else if (!recorded.owned) lost = true
+        })
       )
+    })
+    const whileRunning = Effect.sleep(Duration.millis(ctx.config.backoff.baseMillis)).pipe(
+      Effect.andThen(Effect.uninterruptible(flushPending)),
+      Effect.andThen(keepAlive(ctx, unit))
+    )
+    for (const item of batch) {
+      const outcome = yield* runHandler(ctx, item, whileRunning)
+      if (lost) return { pending, complete: false, lost }
+      if ("database" in outcome) {
+        yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
+        yield* ctx.conditions.report("database failure in handler; item left for a later attempt", outcome.database, {
+          item: item.id,
+          unit: item.workUnitKey
+        })
+        return { pending, complete: false, lost }
+      }
+      pending.push({ item, error: outcome.failed })
     }
-    return completed.success ? "done" as const : "lost" as const
+    return { pending, complete: true, lost }
   })
 
-/** One item: run its handler, then record the outcome or leave the item for a later attempt. */
-const processItem = <R>(ctx: Context<R>, item: Queue.Item): Effect.Effect<ItemResult, never, R> =>
+/**
+ * Records a batch's outcomes in one statement (one checkout), with the heartbeat, or with the release of the
+ * unit when `release` (the unit looked drained). Returns undefined when the database failed: the batch's
+ * items stay unprocessed and are handled again (at-least-once).
+ */
+const recordBatch = <R>(
+  ctx: Context<R>,
+  unit: string,
+  outcomes: ReadonlyArray<Queue.Outcome>,
+  release: boolean
+) =>
   Effect.gen(function*() {
-    const outcome = yield* runHandler(ctx, item)
-    if ("database" in outcome) {
-      yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-      yield* ctx.conditions.report("database failure in handler; item left for a later attempt", outcome.database, {
-        item: item.id,
-        unit: item.workUnitKey
+    const recorded = yield* checkout(ctx, (connection) =>
+      Queue.record(connection, ctx.schema, unit, outcomes, ctx.owner, release)).pipe(Effect.result)
+    if (recorded._tag === "Failure") {
+      yield* Metric.update(DeriverMetrics.itemDatabaseFailures, outcomes.length)
+      yield* ctx.conditions.report("could not mark items; they stay unprocessed", recorded.failure, {
+        unit,
+        items: outcomes.length
       })
-      return "database" as const
+      return undefined
     }
-    return yield* recordOutcome(ctx, item, outcome.failed)
+    const failed = outcomes.filter((outcome) =>
+      outcome.error !== undefined
+    )
+    yield* Metric.update(DeriverMetrics.itemsProcessed, outcomes.length - failed.length)
+    if (failed.length > 0) yield* Metric.update(DeriverMetrics.itemsFailed, failed.length)
+    for (const { error, item } of failed) {
+      yield* Effect.logWarning("handler failed; item marked with its error").pipe(
+        Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error })
+      )
+    }
+    return recorded.success
   })
 
 // ---------------------------------------------------------------------------------------------------------
 // Unit: drain in id order, then release
 
+/** How a drain ended: the unit is released already, still ours to release, or taken by a stale cleanup. */
+type Drained =
+  | { readonly _tag: "Released" }
+  | { readonly _tag: "Drained"; readonly failures: PollBackoff.State }
+  | { readonly _tag: "Lost" }
+
 /**
- * Drains a unit batch by batch, backing off a failing database. Returns the back-off state reached and
- * whether the unit is still ours (false: a stale cleanup took it away, so it must not be released).
+ * Drains a unit batch by batch (read, handle, record: two checkouts per batch), backing off a failing
+ * database. A batch shorter than the batch size means the unit looks drained: its record also releases the
+ * unit, so a unit that fits in one batch costs two checkouts besides its share of the claim.
  */
 const drainUnit = <R>(ctx: Context<R>, unit: string) =>
   Effect.gen(function*() {
     let failures = PollBackoff.initial(ctx.workerBackoff)
     while (true) {
-      const batch = yield* ctx.session.withConnection((connection) =>
-        Queue.nextItems(connection, ctx.schema, unit, ctx.config.batchSize)
-      ).pipe(Effect.result)
+      const batch = yield* checkout(ctx, (connection) =>
+        Queue.nextItems(connection, ctx.schema, unit, ctx.config.batchSize)).pipe(Effect.result)
       if (batch._tag === "Failure") {
         yield* ctx.conditions.report("could not read the unit's items; backing off", batch.failure, { unit })
         failures = yield* sleepAfterFailure(ctx, failures)
         continue
       }
-      if (batch.success.length === 0) return { owned: true, failures }
-      for (const item of batch.success) {
-        const result = yield* processItem(ctx, item)
-        if (result === "lost") {
-          yield* Effect.logWarning("lost ownership of the unit (stale cleanup); leaving it").pipe(
-            Effect.annotateLogs({ schema: ctx.schema, unit })
-          )
-          return { owned: false, failures }
-        }
-        if (result === "database") {
-          failures = yield* sleepAfterFailure(ctx, failures)
-          break
-        }
-        failures = PollBackoff.initial(ctx.workerBackoff)
+      if (batch.success.length === 0) {
+        return { _tag: "Drained", failures } as Drained
+      }
+      const handled = yield* handleBatch(ctx, unit, batch.success)
+      const release = handled.complete && batch.success.length < ctx.config.batchSize
+      const recorded = handled.lost
+        ? { owned: false, marked: 0 }
+        : handled.pending.length === 0 && !release
+        ? { owned: true, marked: 0 }
+        : yield* recordBatch(ctx, unit, handled.pending, release)
+      if (recorded !== undefined && !recorded.owned) {
+        yield* Effect.logWarning("lost ownership of the unit (stale cleanup); leaving it").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, unit })
+        )
+        return { _tag: "Lost" } as Drained
+      }
+      if (recorded === undefined || !handled.complete) {
+        failures = yield* sleepAfterFailure(ctx, failures)
+        continue
+      }
+      failures = PollBackoff.initial(ctx.workerBackoff)
+      if (release) {
+        return { _tag: "Released" } as Drained
       }
     }
   })
@@ -239,9 +324,8 @@ const releaseUnit = <R>(ctx: Context<R>, unit: string, from: PollBackoff.State) 
   Effect.gen(function*() {
     let failures = from
     while (true) {
-      const released = yield* ctx.session.withConnection((connection) =>
-        Queue.release(connection, ctx.schema, [unit], ctx.owner)
-      ).pipe(Effect.result)
+      const released = yield* checkout(ctx, (connection) => Queue.release(connection, ctx.schema, [unit], ctx.owner))
+        .pipe(Effect.result)
       if (released._tag === "Success") return
       yield* ctx.conditions.report("could not release the unit; backing off", released.failure, { unit })
       failures = yield* sleepAfterFailure(ctx, failures)
@@ -253,8 +337,8 @@ const processUnit = <R>(ctx: Context<R>) => (unit: string): Effect.Effect<void, 
   Effect.gen(function*() {
     const startedAt = yield* Clock.currentTimeMillis
     const drained = yield* drainUnit(ctx, unit)
-    if (!drained.owned) return
-    yield* releaseUnit(ctx, unit, drained.failures)
+    if (drained._tag === "Lost") return
+    if (drained._tag === "Drained") yield* releaseUnit(ctx, unit, drained.failures)
     const finishedAt = yield* Clock.currentTimeMillis
     yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
   }).pipe(Effect.annotateLogs({ unit }))
@@ -287,17 +371,29 @@ const releaseAll = <R>(ctx: Context<R>) =>
 export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbSession | R | Scope.Scope> =>
   Effect.gen(function*() {
     const { config, handlers, schema } = options
+    const workerBackoff: PollBackoff.Settings = { ...config.backoff, enabled: true }
     const ctx: Context<R> = {
       session: yield* DbSession,
       schema,
       handlers,
       config,
       owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
-      workerBackoff: { ...config.backoff, enabled: true },
-      conditions: yield* ConditionLog.make(schema)
+      workerBackoff,
+      conditions: yield* ConditionLog.make(schema),
+      gate: yield* CheckoutGate.make({
+        maxLimit: config.workers + 1,
+        backoff: workerBackoff,
+        isUnavailable: Classify.isUnavailable
+      })
     }
     const loop = yield* PollLoop.start<R>(
-      { poll: pollStep(ctx), process: processUnit(ctx), releaseAll: releaseAll(ctx) },
+      {
+        poll: pollStep(ctx),
+        process: processUnit(ctx),
+        releaseAll: releaseAll(ctx),
+        classify: classifyPollFailure,
+        capacity: capacity(ctx)
+      },
       {
         workers: config.workers,
         backoff: config.backoff,
@@ -305,6 +401,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         startupJitterMillis: config.startupJitterMillis,
         cleanupIntervalMillis: config.cleanupIntervalMillis,
         shutdownGraceMillis: config.shutdownGraceMillis,
+        overload: config.overload,
         observer: options.observer
       }
     )

@@ -38,6 +38,24 @@ export const pollInterval = Metric.gauge("deriver_poll_interval_seconds", {
 })
 
 /**
+ * The overload floor of the poll interval (0: no overload): `deriver_overload_floor_seconds`.
+ *
+ * @since 0.2.0
+ */
+export const overloadFloor = Metric.gauge("deriver_overload_floor_seconds", {
+  description: "Lower bound on the poll interval set by overload signals (0: none)"
+})
+
+/**
+ * Concurrent checkouts the process allows itself (AIMD limit): `deriver_checkout_limit`.
+ *
+ * @since 0.2.0
+ */
+export const checkoutLimit = Metric.gauge("deriver_checkout_limit", {
+  description: "Concurrent database checkouts this deriver allows itself (lowered when connections are refused)"
+})
+
+/**
  * Work units claimed: `deriver_claims_total`.
  *
  * @since 0.1.0

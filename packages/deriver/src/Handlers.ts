@@ -8,8 +8,14 @@ import type * as Queue from "./Queue.ts"
 
 /**
  * Processes one queue item. Success marks the item processed; a failure marks it with the error (unless the
- * failure is a database failure, which leaves it for a later cycle). Handlers should be idempotent: the queue
- * delivers at least once.
+ * failure is a database condition, which leaves it for a later cycle). Handlers run with no connection
+ * held, and the outcomes of a batch (`DERIVER_BATCH_SIZE` items) are recorded together after its last
+ * handler, in one statement.
+ *
+ * Delivery is at least once, so handlers must be idempotent: an item whose handler ran but whose outcome
+ * was not yet recorded (the process died, the record statement failed, or the unit was taken over by a
+ * stale cleanup) is handled again, by this instance or another; so are the items of a batch after a
+ * database condition stopped it. An item is never marked processed unless its handler ran to completion.
  *
  * @since 0.1.0
  */

@@ -10,6 +10,7 @@ import type { PollBackoff } from "@resilience/jitter"
 import { Clock, Deferred, Duration, Effect, Fiber, FiberSet, Metric, Option, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
+import * as Overload from "./Overload.ts"
 import * as Scheduling from "./Scheduling.ts"
 
 /**
@@ -28,6 +29,17 @@ export interface Source<R> {
   readonly process: (unit: string) => Effect.Effect<void, never, R>
   /** Releases every unit this instance still holds; runs once, after the workers have stopped. */
   readonly releaseAll: Effect.Effect<void, never, R>
+  /**
+   * What a failed poll means for overload (default: `failed`, no signal): `unavailable` (no connection) or
+   * `cancelled` (the claim hit its statement timeout).
+   */
+  readonly classify?: ((error: unknown) => Overload.PollResult) | undefined
+  /**
+   * How many units the process can start now, given `held` units in progress (default: no limit but the
+   * free workers), or `blocked` when it makes no database attempt at all now (an outage): the poll is then
+   * skipped and counted as an unavailable one, without an attempt.
+   */
+  readonly capacity?: ((held: number) => Effect.Effect<number | "blocked">) | undefined
 }
 
 /**
@@ -43,6 +55,8 @@ export interface Options {
   readonly startupJitterMillis: number
   readonly cleanupIntervalMillis: number
   readonly shutdownGraceMillis: number
+  /** Overload-aware polling ({@link Overload}); without it, polls carry no overload signal. */
+  readonly overload?: Overload.Settings | undefined
   /** Called for every scheduling event (tests, benchmarks); must not fail. */
   readonly observer?: ((event: Event) => Effect.Effect<void>) | undefined
 }
@@ -63,6 +77,10 @@ export type Event =
     readonly sleepMillis: number
     /** The unjittered interval of the schedule after the decision. */
     readonly intervalMillis: number
+    /** The overload floor after the decision (0: no overload). */
+    readonly floorMillis: number
+    /** The poll's overload signal (`none` when there was no poll). */
+    readonly signal: Overload.Signal
   }
   | { readonly _tag: "Stopping" }
   | { readonly _tag: "Stopped"; readonly interruptedUnits: ReadonlyArray<string> }
@@ -85,6 +103,9 @@ export interface PollLoop {
   readonly stopped: Effect.Effect<void>
 }
 
+/** Settings under which no signal changes anything (a loop without overload settings). */
+const noOverload: Overload.Settings = { slowPollMillis: Infinity, maxMillis: 0, multiplier: 1, recoveryFactor: 2 }
+
 /**
  * Starts the loop in the current scope; closing the scope shuts it down gracefully.
  *
@@ -99,6 +120,9 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     let stopping = false
+    // Completed when a worker becomes free; a fresh one is made before each look at the free workers, so a
+    // worker freed after that look always ends the busy sleep that follows.
+    let workerFreed = yield* Deferred.make<void>()
 
     const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
 
@@ -107,7 +131,10 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         Effect.ensuring(
           Effect.suspend(() => {
             held.delete(unit)
-            return Effect.andThen(semaphore.release(1), Metric.update(DeriverMetrics.unitsInFlight, held.size))
+            return semaphore.release(1).pipe(
+              Effect.andThen(Deferred.succeed(workerFreed, undefined)),
+              Effect.andThen(Metric.update(DeriverMetrics.unitsInFlight, held.size))
+            )
           })
         )
       )
@@ -116,7 +143,14 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     // a lock (interrupting it closes the connection and cancels the statement on the server). Handing claimed
     // units to workers is one uninterruptible step, so a shutdown never strands a unit that the database says
     // we own but no worker holds; a claim cut short after its commit leaves rows that `releaseAll` removes.
-    const poll = (limit: number, cleanup: boolean): Effect.Effect<ReadonlyArray<string> | undefined, never, R> =>
+    const poll = (
+      limit: number,
+      cleanup: boolean
+    ): Effect.Effect<
+      { readonly units: ReadonlyArray<string> } | { readonly result: Overload.PollResult },
+      never,
+      R
+    > =>
       Effect.uninterruptibleMask((restore) =>
         restore(source.poll(limit, cleanup)).pipe(
           Effect.flatMap((units) =>
@@ -128,48 +162,71 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
               }
               if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
               yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
-              return units as ReadonlyArray<string> | undefined
+              return { units }
             })
           ),
-          Effect.catch(() => Effect.succeed(undefined))
+          Effect.catch((error) => Effect.succeed({ result: source.classify?.(error) ?? ("failed" as const) }))
         )
       )
 
+    /** One look at the workers and the database: poll if anything can start, else `busy` (or a skipped poll). */
+    const pollOnce = Effect.fnUntraced(function*(cleanup: boolean) {
+      const free = options.workers - held.size
+      const capacity = source.capacity === undefined ? free : yield* source.capacity(held.size)
+      if (capacity === "blocked") return { outcome: "error" as const, claimed: [], result: "unavailable" as const }
+      const room = Math.min(free, capacity)
+      if (room <= 0) return { outcome: "busy" as const, claimed: [], result: undefined }
+      const startedAt = yield* Clock.currentTimeMillis
+      const polled = yield* poll(room, cleanup)
+      const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
+      if ("result" in polled) return { outcome: "error" as const, claimed: [], result: polled.result, elapsedMillis }
+      return {
+        outcome: polled.units.length > 0 ? "claimed" as const : "empty" as const,
+        claimed: polled.units,
+        result: "succeeded" as const,
+        elapsedMillis
+      }
+    })
+
     const loop = Effect.gen(function*() {
       let state = Scheduling.initialState(settings, options.initialInterval ?? "base")
+      let overload = Overload.initial
       let nextCleanupAt = yield* Clock.currentTimeMillis
       while (true) {
-        const free = options.workers - held.size
-        let outcome: Scheduling.Outcome = "busy"
-        let claimed: ReadonlyArray<string> = []
-        if (free > 0) {
-          const now = yield* Clock.currentTimeMillis
-          const cleanup = now >= nextCleanupAt
-          const result = yield* poll(free, cleanup)
-          if (result === undefined) {
-            outcome = "error"
-          } else {
-            claimed = result
-            outcome = result.length > 0 ? "claimed" : "empty"
-            if (cleanup) {
-              const u = yield* draw(settings.ratio !== 0)
-              nextCleanupAt = now + Scheduling.cleanupDelay(options.cleanupIntervalMillis, settings.ratio, u)
-            }
-          }
+        workerFreed = yield* Deferred.make<void>()
+        const wake = workerFreed
+        const now = yield* Clock.currentTimeMillis
+        const cleanup = now >= nextCleanupAt
+        const polled = yield* pollOnce(cleanup)
+        const { claimed, outcome } = polled
+        if (cleanup && polled.result === "succeeded") {
+          const u = yield* draw(settings.ratio !== 0)
+          nextCleanupAt = now + Scheduling.cleanupDelay(options.cleanupIntervalMillis, settings.ratio, u)
         }
-        const u = yield* draw(Scheduling.needsDraw(outcome, settings))
-        const decision = Scheduling.decide(settings, state, outcome, u)
-        state = decision.state
+        const signal = options.overload === undefined || polled.result === undefined
+          ? "none"
+          : Overload.signalOf(options.overload, polled.result, "elapsedMillis" in polled ? polled.elapsedMillis : 0)
+        const u = yield* draw(Overload.needsDraw(overload, outcome, settings))
+        const decision = Overload.decide(options.overload ?? noOverload, settings, state, overload, outcome, signal, u)
+        state = decision.schedule
+        overload = decision.overload
         yield* Metric.update(DeriverMetrics.pollsBy[outcome], 1)
         yield* Metric.update(DeriverMetrics.pollInterval, state.currentMillis / 1000)
+        yield* Metric.update(DeriverMetrics.overloadFloor, overload.floorMillis / 1000)
         yield* observe({
           _tag: "Polled",
           outcome,
           claimed,
           sleepMillis: decision.sleepMillis,
-          intervalMillis: state.currentMillis
+          intervalMillis: state.currentMillis,
+          floorMillis: overload.floorMillis,
+          signal
         })
-        if (decision.sleepMillis > 0) {
+        if (decision.sleepMillis > 0 && decision.wakeable) {
+          // A local event, not time: the worker that frees first ends the sleep (the jittered base stays the
+          // upper bound, so a lost wake-up costs no more than before).
+          yield* Effect.raceFirst(Effect.sleep(Duration.millis(decision.sleepMillis)), Deferred.await(wake))
+        } else if (decision.sleepMillis > 0) {
           yield* Effect.sleep(Duration.millis(decision.sleepMillis))
         } else {
           yield* Effect.yieldNow

@@ -1,7 +1,7 @@
 /**
  * The queue's SQL: enqueue, claim, stale cleanup, drain, mark and release. Every function runs on a
- * `Connection` that the caller checked out (one checkout per poll, per item, per transaction), so the caller
- * decides what shares a transaction.
+ * `Connection` that the caller checked out (one checkout per poll, per batch read, per batch record, per
+ * transaction), so the caller decides what shares a transaction.
  *
  * @since 0.1.0
  */
@@ -182,8 +182,71 @@ export const nextItems = (
   )
 
 /**
- * Marks an item processed (with `error` when its handler failed) and bumps the unit's heartbeat, in one
- * statement. Returns whether `owner` still holds the unit (false: a stale cleanup took it away).
+ * The outcome of one handled item: processed (`error` undefined) or marked with its error.
+ *
+ * @since 0.2.0
+ */
+export interface Outcome {
+  readonly item: Item
+  readonly error: string | undefined
+}
+
+/**
+ * What {@link record} did: whether `owner` still held the unit (false: a stale cleanup took it away) and how
+ * many items it marked (an item already marked by someone else is not marked again).
+ *
+ * @since 0.2.0
+ */
+export interface Recorded {
+  readonly owned: boolean
+  readonly marked: number
+}
+
+/**
+ * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
+ * error, if any), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
+ * unit looked drained). Rows of other owners are never touched. An item handled but not yet recorded when
+ * the process dies is handled again by the next owner (at-least-once).
+ *
+ * @since 0.2.0
+ */
+export const record = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  workUnitKey: string,
+  outcomes: ReadonlyArray<Outcome>,
+  owner: string,
+  release: boolean
+): Effect.Effect<Recorded, QueryError> => {
+  const { queue, sessions } = tables(schema)
+  return Effect.map(
+    connection.query<{ owned: boolean; marked: number }>(
+      `WITH outcome AS (
+        SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error FROM jsonb_array_elements($1::jsonb) AS o
+      ), marked AS (
+        UPDATE ${queue} q SET processed = true, error = outcome.error FROM outcome
+        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed RETURNING q.id
+      ), beat AS (
+        UPDATE ${sessions} SET last_updated = now()
+        WHERE work_unit_key = $2 AND owner = $3 AND NOT $4::boolean RETURNING 1
+      ), released AS (
+        DELETE FROM ${sessions} WHERE work_unit_key = $2 AND owner = $3 AND $4::boolean RETURNING 1
+      ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
+               (SELECT count(*) FROM marked)::int AS marked`,
+      [
+        JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
+        workUnitKey,
+        owner,
+        release
+      ]
+    ),
+    (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
+  )
+}
+
+/**
+ * Marks one item processed (with `error` when its handler failed) and bumps the unit's heartbeat: a
+ * {@link record} of one outcome. Returns whether `owner` still holds the unit.
  *
  * @since 0.1.0
  */
@@ -193,20 +256,8 @@ export const complete = (
   item: Item,
   owner: string,
   error: string | undefined
-): Effect.Effect<boolean, QueryError> => {
-  const { queue, sessions } = tables(schema)
-  return Effect.map(
-    connection.query<{ owned: boolean }>(
-      `WITH marked AS (
-        UPDATE ${queue} SET processed = true, error = $3 WHERE id = $1::bigint AND NOT processed RETURNING id
-      ), beat AS (
-        UPDATE ${sessions} SET last_updated = now() WHERE work_unit_key = $2 AND owner = $4 RETURNING 1
-      ) SELECT EXISTS (SELECT 1 FROM beat) AS owned, (SELECT count(*) FROM marked) AS marked`,
-      [item.id, item.workUnitKey, error ?? null, owner]
-    ),
-    (rows) => rows[0]?.owned === true
-  )
-}
+): Effect.Effect<boolean, QueryError> =>
+  Effect.map(record(connection, schema, item.workUnitKey, [{ item, error }], owner, false), (r) => r.owned)
 
 /**
  * Bumps a unit's heartbeat; returns whether `owner` still holds it.

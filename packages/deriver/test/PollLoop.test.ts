@@ -166,6 +166,32 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
       assert.isTrue(after[1]!.sleepMillis >= 1000 && after[1]!.sleepMillis <= 3000)
     }).pipe(Random.withSeed("busy")))
 
+  it.effect("a worker that finishes at t+5 ms gets its next unit at t+5 ms, not after the busy sleep", () =>
+    Effect.gen(function*() {
+      const starts: Array<readonly [string, number]> = []
+      const { polled } = yield* harness({
+        script: (i) => (i === 0 ? ["unit-a"] : i === 1 ? ["unit-b"] : "empty"),
+        ratio: 0.5,
+        workers: 1,
+        process: (unit) =>
+          Effect.gen(function*() {
+            starts.push([unit, yield* Clock.currentTimeMillis])
+            yield* Effect.sleep("5 millis")
+          })
+      })
+      // t=0: claimed unit-a, then busy: a jittered base sleep (500–1500 ms) is pending.
+      const first = yield* advanceUntil(polled, 2)
+      assert.deepStrictEqual(first.map((e) => e.outcome), ["claimed", "busy"])
+      assert.isTrue(first[1]!.sleepMillis >= 500 && first[1]!.sleepMillis <= 1500)
+      // t=5: unit-a finishes; the freed worker ends the busy sleep, the poller claims unit-b at once.
+      yield* TestClock.adjust(5)
+      const events = yield* polled
+      assert.deepStrictEqual(events.slice(0, 3).map((e) => e.outcome), ["claimed", "busy", "claimed"])
+      assert.deepStrictEqual(starts, [["unit-a", 0], ["unit-b", 5]])
+      // Let unit-b finish, so the scope's graceful shutdown does not wait on the test clock.
+      yield* TestClock.adjust(5)
+    }).pipe(Random.withSeed("wake")))
+
   it.effect("the error branch advances like the empty branch", () =>
     Effect.gen(function*() {
       const { polled } = yield* harness({ script: () => "error", ratio: 0 })
