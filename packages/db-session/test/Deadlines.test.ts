@@ -8,18 +8,10 @@ import { assert, describe, layer } from "@effect/vitest"
 import { TableLock } from "@resilience/test-db"
 import { Effect } from "effect"
 import { Classify, DbSession, QueryFailed } from "../src/index.ts"
-import { appName, eventually, matrix, Server, session } from "./support.ts"
+import { appName, backends, eventually, matrix, Server, session } from "./support.ts"
 
 /** Backends of `applicationName` waiting on a lock right now. */
-const waitingOnLock = (applicationName: string) =>
-  Effect.gen(function*() {
-    const server = yield* Server
-    const rows = yield* server.admin<{ n: number }>(
-      "select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'",
-      [applicationName]
-    )
-    return rows[0]?.n ?? -1
-  })
+const waitingOnLock = (applicationName: string) => backends(applicationName, { waitingOnLock: true })
 
 const statementTimeoutMillis = 300
 

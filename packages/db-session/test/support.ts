@@ -45,12 +45,16 @@ export class Server extends Context.Service<Server, {
   )
 }
 
-/** Backends on the server with this application_name. */
-export const backends = (applicationName: string): Effect.Effect<number, never, Server> =>
+/** Backends on the server with this application_name (only those waiting on a lock, with `waitingOnLock`). */
+export const backends = (
+  applicationName: string,
+  filter: { readonly waitingOnLock?: boolean } = {}
+): Effect.Effect<number, never, Server> =>
   Effect.gen(function*() {
     const server = yield* Server
     const rows = yield* server.admin<{ n: number }>(
-      "select count(*)::int as n from pg_stat_activity where application_name = $1",
+      "select count(*)::int as n from pg_stat_activity where application_name = $1"
+        + (filter.waitingOnLock === true ? " and wait_event_type = 'Lock'" : ""),
       [applicationName]
     )
     return rows[0]?.n ?? -1

@@ -25,9 +25,8 @@ export const forWorkspace = (
   schema: SchemaName.SchemaName,
   workspace: string
 ): Effect.Effect<QueueStatus, DbError, DbSession> =>
-  Effect.gen(function*() {
-    const db = yield* DbSession
-    const rows = yield* db.query<QueueStatus>(
+  DbSession.use((db) =>
+    db.query<QueueStatus>(
       `SELECT
          count(*) FILTER (WHERE NOT q.processed AND a.work_unit_key IS NULL)::int AS "pending",
          count(*) FILTER (WHERE NOT q.processed AND a.work_unit_key IS NOT NULL)::int AS "inProgress",
@@ -38,11 +37,12 @@ export const forWorkspace = (
        WHERE q.payload ->> 'workspace' = $1`,
       [workspace]
     )
-    const row = rows[0]
-    return {
+  ).pipe(
+    Effect.map(([row]) => ({
       pending: row?.pending ?? 0,
       inProgress: row?.inProgress ?? 0,
       processed: row?.processed ?? 0,
       errored: row?.errored ?? 0
-    }
-  }).pipe(Effect.withSpan("QueueStatus.forWorkspace", { attributes: { schema, workspace } }))
+    })),
+    Effect.withSpan("QueueStatus.forWorkspace", { attributes: { schema, workspace } })
+  )

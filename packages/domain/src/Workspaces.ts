@@ -100,11 +100,6 @@ export const exists = (
   schema: SchemaName.SchemaName,
   name: string
 ): Effect.Effect<boolean, DbError, DbSession> =>
-  Effect.gen(function*() {
-    const session = yield* DbSession
-    const rows = yield* session.query(
-      `SELECT 1 FROM ${SchemaName.qualify(schema, "workspaces")} WHERE name = $1`,
-      [name]
-    )
-    return rows.length > 0
-  })
+  DbSession.use((session) =>
+    session.query(`SELECT 1 FROM ${SchemaName.qualify(schema, "workspaces")} WHERE name = $1`, [name])
+  ).pipe(Effect.map((rows) => rows.length > 0))

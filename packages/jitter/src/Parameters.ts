@@ -89,35 +89,40 @@ export const multiplier = (
   parameter = "multiplier"
 ): Effect.Effect<number, InvalidParameter.InvalidParameter> => checkMultiplier(value, parameter)
 
+/** A check of a `Duration.Input` in milliseconds: a plain number is milliseconds, checked as given. */
+const durationCheck = (isMillis: (millis: number) => boolean, allowed: string) =>
+(
+  value: Duration.Input,
+  parameter: string
+): Effect.Effect<number, InvalidParameter.InvalidParameter> => {
+  const millis = toMillis(value)
+  return millis !== undefined && isMillis(millis)
+    ? Effect.succeed(millis)
+    : Effect.fail(invalid(parameter, value, allowed))
+}
+
 /**
  * Validates a strictly positive, finite duration and returns it in milliseconds (e.g. a base interval).
  *
  * @since 0.1.0
  */
-export const positiveDuration = (
+export const positiveDuration: (
   value: Duration.Input,
   parameter: string
-): Effect.Effect<number, InvalidParameter.InvalidParameter> => {
-  const millis = toMillis(value)
-  return millis !== undefined && isPositiveMillis(millis)
-    ? Effect.succeed(millis)
-    : Effect.fail(invalid(parameter, value, "a finite duration > 0"))
-}
+) => Effect.Effect<number, InvalidParameter.InvalidParameter> = durationCheck(isPositiveMillis, "a finite duration > 0")
 
 /**
  * Validates a finite duration that is not negative and returns it in milliseconds (e.g. a startup window).
  *
  * @since 0.1.0
  */
-export const nonNegativeDuration = (
+export const nonNegativeDuration: (
   value: Duration.Input,
   parameter: string
-): Effect.Effect<number, InvalidParameter.InvalidParameter> => {
-  const millis = toMillis(value)
-  return millis !== undefined && isNonNegativeMillis(millis)
-    ? Effect.succeed(millis)
-    : Effect.fail(invalid(parameter, value, "a finite duration >= 0"))
-}
+) => Effect.Effect<number, InvalidParameter.InvalidParameter> = durationCheck(
+  isNonNegativeMillis,
+  "a finite duration >= 0"
+)
 
 /**
  * Validates a finite duration of at least `minimumMillis` (named `minimumName` in the error, e.g. a cap that
@@ -130,9 +135,8 @@ export const durationAtLeast = (
   parameter: string,
   minimumMillis: number,
   minimumName: string
-): Effect.Effect<number, InvalidParameter.InvalidParameter> => {
-  const millis = toMillis(value)
-  return millis !== undefined && Schema.is(MillisAtLeast(minimumMillis))(millis)
-    ? Effect.succeed(millis)
-    : Effect.fail(invalid(parameter, value, `a finite duration >= ${minimumName} (${minimumMillis} ms)`))
-}
+): Effect.Effect<number, InvalidParameter.InvalidParameter> =>
+  durationCheck(
+    Schema.is(MillisAtLeast(minimumMillis)),
+    `a finite duration >= ${minimumName} (${minimumMillis} ms)`
+  )(value, parameter)

@@ -32,13 +32,18 @@ const awaitRepresentation = (apiUrl: string, workspace: typeof Created.Type, pee
     return yield* Effect.die(new Error(`no representation of ${peer} with ${messages} messages within 30 s`))
   })
 
+/** The suite's database URL and two free ports (the API's and the deriver's metrics). */
+const databaseAndPorts = Effect.all({
+  url: Effect.map(Effect.service(TestDatabase), (database) => database.url),
+  apiPort: Cluster.freePort,
+  metricsPort: Cluster.freePort
+})
+
 describe("the production entry points", () => {
   layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
     it.effect("serve a round trip: API stores and enqueues, the deriver derives, the API reads it back", () =>
       Effect.gen(function*() {
-        const { url } = yield* TestDatabase
-        const apiPort = yield* Cluster.freePort
-        const deriverMetricsPort = yield* Cluster.freePort
+        const { apiPort, metricsPort: deriverMetricsPort, url } = yield* databaseAndPorts
         const stack = yield* Stack.start({
           databaseUrl: Option.some(url),
           embedded: { directory: undefined, port: 0, maxConnections: 0 },
@@ -67,9 +72,7 @@ describe("the production entry points", () => {
   layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
     it.effect("npm start's launcher stops the deriver, the API and itself on SIGTERM, exit code 0, no orphans", () =>
       Effect.gen(function*() {
-        const { url } = yield* TestDatabase
-        const apiPort = yield* Cluster.freePort
-        const metricsPort = yield* Cluster.freePort
+        const { apiPort, metricsPort, url } = yield* databaseAndPorts
         const dataDirectory = yield* Effect.acquireRelease(
           Effect.sync(() => mkdtempSync(join(tmpdir(), "launcher-test-"))),
           (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
