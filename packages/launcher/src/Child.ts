@@ -23,13 +23,12 @@ export interface Options {
   /** The entry's TypeScript source, run by Node with the workspace's source condition. */
   readonly entry: string
   readonly env: Record<string, string>
-  /** Resolves the start once a line of output contains this text. */
-  readonly readyWhen: string
   /** Called with every line of the child's output. */
   readonly onLine: (name: string, line: string) => void
 }
 
-/** A running child; `exited` completes (with ChildExited) if it stops before it is asked to. */
+/** A running child; `exited` completes (with ChildExited) if it stops before it is asked to. Whether it is ready
+ * is for its readiness endpoint to say (see Readiness.ts). */
 export interface Child {
   readonly name: string
   readonly process: ChildProcess
@@ -39,7 +38,7 @@ export interface Child {
 /** Milliseconds a child gets to stop after SIGTERM before it is killed. */
 export const stopGraceMillis = 30_000
 
-/** Starts the child and waits for its ready line; on scope close: SIGTERM, wait, SIGKILL after the grace. */
+/** Starts the child; on scope close: SIGTERM, wait, SIGKILL after the grace. */
 export const start = (options: Options) =>
   Effect.gen(function*() {
     const exited = yield* Deferred.make<never, ChildExited>()
@@ -49,19 +48,17 @@ export const start = (options: Options) =>
           env: { ...process.env, ...options.env },
           stdio: ["ignore", "pipe", "pipe"]
         })
-        let ready = false
-        const onLine = (line: string) => {
-          options.onLine(options.name, line)
-          if (!ready && line.includes(options.readyWhen)) {
-            ready = true
-            resume(Effect.succeed(process_))
-          }
-        }
+        let spawned = false
+        const onLine = (line: string) => options.onLine(options.name, line)
         createInterface({ input: process_.stdout }).on("line", onLine)
         createInterface({ input: process_.stderr }).on("line", onLine)
+        process_.once("spawn", () => {
+          spawned = true
+          resume(Effect.succeed(process_))
+        })
         process_.once("exit", (code, signal) => {
           const error = new ChildExited({ name: options.name, code, signal })
-          if (!ready) resume(Effect.fail(error))
+          if (!spawned) resume(Effect.fail(error))
           Deferred.doneUnsafe(exited, Effect.fail(error))
         })
         return Effect.sync(() => process_.kill("SIGKILL"))

@@ -4,25 +4,19 @@
  * the API answers fast 503s with Retry-After, the deriver's poll interval climbs; then the slots are freed,
  * the client retries on its side as told, and everything is processed with no work lost.
  */
-import { Saturation } from "@resilience/local-postgres"
-import { Duration, Effect, Option, Schema } from "effect"
+import { ApiClient, type ClientErrors } from "@resilience/api-client"
+import type * as Model from "@resilience/domain/Model"
+import { Saturation, type ServerStartFailed } from "@resilience/local-postgres"
+import { Duration, Effect, Option } from "effect"
+import { FetchHttpClient } from "effect/http"
+import { randomUUID } from "node:crypto"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as ApiClient from "./ApiClient.ts"
+import type * as Child from "./Child.ts"
 import * as DemoWorkspace from "./DemoWorkspace.ts"
 import * as PrometheusText from "./PrometheusText.ts"
 import * as Stack from "./Stack.ts"
-
-/** Queue counts as the API reports them. */
-const QueueStatus = Schema.Struct({
-  pending: Schema.Number,
-  inProgress: Schema.Number,
-  processed: Schema.Number,
-  errored: Schema.Number
-})
-const decodeQueueStatus = Schema.decodeUnknownSync(QueueStatus)
-const decodeMessageCount = Schema.decodeUnknownSync(Schema.Struct({ messageCount: Schema.Number }))
 
 const conversation = [
   { peer: "alice", content: "Our deriver fleet restarted at once after the database came back." },
@@ -41,42 +35,45 @@ const during = [
 const say = (line: string) => Effect.sync(() => console.log(line))
 
 /** Polls the API's queue status (client side, every half second) until nothing is pending or in progress. */
-const awaitDrained = (apiUrl: string, workspace: DemoWorkspace.Workspace) =>
+const awaitDrained = (client: ApiClient.ApiClient, workspace: DemoWorkspace.Workspace) =>
   Effect.gen(function*() {
     for (let waited = 0; waited < 120; waited++) {
-      const response = yield* ApiClient.send(apiUrl, "GET", `/v1/workspaces/${workspace.name}/queue`, {
-        token: workspace.token
-      })
-      if (response.status === 200) {
-        const status = decodeQueueStatus(response.body)
-        if (status.pending === 0 && status.inProgress === 0) return status
-      }
+      const status = yield* client.queueStatus({ token: workspace.token, workspace: workspace.name }).pipe(
+        Effect.catchTag("ApiUnavailable", () => Effect.succeed(undefined))
+      )
+      if (status !== undefined && status.pending === 0 && status.inProgress === 0) return status
       yield* Effect.sleep(Duration.millis(500))
     }
     return yield* Effect.die(new Error("the queue did not drain within 60 s"))
   })
 
-const postMessages = (apiUrl: string, workspace: DemoWorkspace.Workspace, messages: ReadonlyArray<unknown>) =>
-  ApiClient.send(apiUrl, "POST", `/v1/workspaces/${workspace.name}/sessions/incident/messages`, {
+const post = (
+  client: ApiClient.ApiClient,
+  workspace: DemoWorkspace.Workspace,
+  messages: ReadonlyArray<Model.NewMessage>,
+  idempotencyKey?: string
+) =>
+  client.appendMessages({
     token: workspace.token,
-    body: { messages }
+    workspace: workspace.name,
+    session: "incident",
+    messages,
+    idempotencyKey
   })
 
-/** Posts once per message; a 503 is retried by this client after its Retry-After, as an SDK would. */
-const postWithClientRetry = (apiUrl: string, workspace: DemoWorkspace.Workspace, message: unknown) =>
-  Effect.gen(function*() {
-    for (let attempt = 1;; attempt++) {
-      const response = yield* postMessages(apiUrl, workspace, [message])
-      if (response.status === 201) return attempt
-      if (response.status !== 503) {
-        return yield* Effect.die(new Error(`unexpected ${response.status}: ${JSON.stringify(response.body)}`))
-      }
-      yield* Effect.sleep(Duration.seconds(response.retryAfter ?? 1))
-    }
-  })
+const representation = (client: ApiClient.ApiClient, workspace: DemoWorkspace.Workspace, peer: string) =>
+  Effect.flatMap(
+    client.representation({ token: workspace.token, workspace: workspace.name, peer }),
+    Option.match({
+      onNone: () => Effect.die(new Error(`nothing derived for ${peer}`)),
+      onSome: Effect.succeed
+    })
+  )
 
 /** The scripted demo; `saturationSeconds` long saturation window. */
-export const run = (options: { readonly saturationSeconds: number }) =>
+export const run = (options: {
+  readonly saturationSeconds: number
+}): Effect.Effect<void, Child.ChildExited | ServerStartFailed | ClientErrors.ClientError> =>
   Effect.gen(function*() {
     const directory = mkdtempSync(join(tmpdir(), "resilience-demo-"))
     const ports = {
@@ -102,48 +99,46 @@ export const run = (options: { readonly saturationSeconds: number }) =>
       },
       onLine: () => undefined
     })
-    const workspace = yield* DemoWorkspace.ensure({ apiUrl: stack.apiUrl, adminToken, directory, name: "demo" })
+    // the client of every SDK user: retries 503s after Retry-After + jitter, within its retry budget
+    const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
+    // a probe that reports each answer as it is, to show the 503s (one attempt, no retry)
+    const probe = yield* ApiClient.make({ baseUrl: stack.apiUrl, maxAttempts: 1 }).pipe(Effect.orDie)
+    const workspace = yield* DemoWorkspace.ensure({ client, adminToken, directory, name: "demo" })
     yield* say(`   API ${stack.apiUrl}, workspace "${workspace.name}"`)
 
     yield* say(`2. Posting a conversation of ${conversation.length} messages and waiting for the deriver`)
-    yield* ApiClient.expect(
-      [201],
-      stack.apiUrl,
-      "POST",
-      `/v1/workspaces/${workspace.name}/sessions/incident/messages`,
-      {
-        token: workspace.token,
-        body: { messages: conversation }
-      }
-    )
-    yield* awaitDrained(stack.apiUrl, workspace)
+    yield* post(client, workspace, conversation)
+    yield* awaitDrained(client, workspace)
     for (const peer of ["alice", "bob"]) {
-      const representation = yield* ApiClient.expect(
-        [200],
-        stack.apiUrl,
-        "GET",
-        `/v1/workspaces/${workspace.name}/peers/${peer}/representation`,
-        { token: workspace.token }
-      )
-      yield* say(`   ${peer}: ${JSON.stringify(representation.body)}`)
+      yield* say(`   ${peer}: ${JSON.stringify(yield* representation(client, workspace, peer))}`)
     }
 
     yield* say(`3. Saturating the database for ${options.saturationSeconds} s: every connection slot held`)
     const postedDuring = yield* Effect.scoped(Effect.gen(function*() {
       const { held, refusal } = yield* Saturation.hold(stack.databaseUrl, { limit: 64 }).pipe(Effect.orDie)
       yield* say(`   holding ${held} connections; the next client is refused with ${refusal.code}`)
-      const refused: Array<unknown> = []
+      const refused: Array<{ readonly message: Model.NewMessage; readonly key: string }> = []
       for (let second = 0; second < options.saturationSeconds; second++) {
-        const message = during[second % during.length]
-        const post = yield* postMessages(stack.apiUrl, workspace, [message])
-        if (post.status === 503) refused.push(message)
+        const message = during[second % during.length]!
+        const key = randomUUID()
+        const started = performance.now()
+        const answer = yield* post(probe, workspace, [message], key).pipe(
+          Effect.as("201"),
+          Effect.catchTag("ApiUnavailable", (error) => {
+            refused.push({ message, key })
+            return Effect.succeed(
+              `${error.status ?? "no answer"} (Retry-After ${
+                error.retryAfterMillis === undefined ? "-" : `${error.retryAfterMillis / 1000} s`
+              })`
+            )
+          })
+        )
+        const millis = performance.now() - started
         const metrics = yield* PrometheusText.scrape(stack.deriverMetricsUrl)
         const interval = PrometheusText.sample(metrics, "deriver_poll_interval_seconds")
         const errors = PrometheusText.sample(metrics, "deriver_polls_total", `result="error"`)
         yield* say(
-          `   t=${second}s  POST messages → ${post.status} in ${post.millis.toFixed(0)} ms, Retry-After: ${
-            post.retryAfter ?? "-"
-          }`
+          `   t=${second}s  POST messages → ${answer} in ${millis.toFixed(0)} ms`
             + `  |  deriver poll interval ${interval} s, failed polls ${errors}`
         )
         yield* Effect.sleep(Duration.seconds(1))
@@ -151,19 +146,20 @@ export const run = (options: { readonly saturationSeconds: number }) =>
       return refused
     }))
 
-    yield* say("4. Saturation cleared (connections released); the client retries what was refused, after Retry-After")
-    for (const message of postedDuring) {
-      const attempts = yield* postWithClientRetry(stack.apiUrl, workspace, message)
-      yield* say(`   refused during saturation; accepted on client-side retry #${attempts}, sent after Retry-After`)
+    yield* say(
+      "4. Saturation cleared (connections released); the client resends what was refused, same Idempotency-Key"
+    )
+    for (const { key, message } of postedDuring) {
+      yield* post(client, workspace, [message], key)
+      yield* say(
+        `   refused during saturation; accepted on resend (key ${key.slice(0, 8)}…, Retry-After + jitter between tries)`
+      )
     }
-    const status = yield* awaitDrained(stack.apiUrl, workspace)
+    const status = yield* awaitDrained(client, workspace)
     yield* say(`   queue: ${JSON.stringify(status)}`)
     const derived = yield* Effect.forEach(
       ["alice", "bob"],
-      (peer) =>
-        ApiClient.expect([200], stack.apiUrl, "GET", `/v1/workspaces/${workspace.name}/peers/${peer}/representation`, {
-          token: workspace.token
-        }).pipe(Effect.map((response) => decodeMessageCount(response.body).messageCount))
+      (peer) => Effect.map(representation(client, workspace, peer), (derived) => derived.messageCount)
     )
     const counted = derived.reduce((sum, count) => sum + count, 0)
     const posted = conversation.length + postedDuring.length
@@ -174,4 +170,4 @@ export const run = (options: { readonly saturationSeconds: number }) =>
         : `5. UNEXPECTED: ${counted} of ${posted} messages derived, ${status.errored} items errored`
     )
     if (!intact) return yield* Effect.die(new Error("the demo lost or failed work"))
-  }).pipe(Effect.scoped)
+  }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))

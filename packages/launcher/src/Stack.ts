@@ -7,6 +7,7 @@ import { Deferred, Effect, Option } from "effect"
 import { join } from "node:path"
 import * as Child from "./Child.ts"
 import * as EmbeddedServer from "./EmbeddedServer.ts"
+import * as Readiness from "./Readiness.ts"
 
 /** The repository root, where the apps' entry points live. */
 export const repositoryRoot = join(import.meta.dirname, "..", "..", "..")
@@ -34,7 +35,10 @@ export interface Stack {
   readonly deriver: Child.Child
 }
 
-/** Starts database, API and deriver; everything stops, in reverse order, when the scope closes. */
+/**
+ * Starts database, API and deriver, and waits until both say they are ready (their `/readyz`), printing what
+ * it waits for; everything stops, in reverse order, when the scope closes. Needs an `HttpClient`.
+ */
 export const start = Effect.fnUntraced(function*(options: Options) {
   const databaseUrl = Option.isSome(options.databaseUrl)
     ? options.databaseUrl.value
@@ -44,22 +48,24 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     name: "api",
     entry: join(repositoryRoot, "apps", "api", "src", "main.ts"),
     env: { ...common, API_PORT: String(options.apiPort), API_ADMIN_TOKEN: options.adminToken },
-    readyWhen: "schema ready",
     onLine: options.onLine
   })
   const deriver = yield* Child.start({
     name: "deriver",
     entry: join(repositoryRoot, "apps", "deriver", "src", "main.ts"),
     env: { ...common, DERIVER_METRICS_PORT: String(options.deriverMetricsPort) },
-    readyWhen: "deriver started",
     onLine: options.onLine
   })
+  const apiUrl = `http://127.0.0.1:${options.apiPort}`
+  const deriverUrl = `http://127.0.0.1:${options.deriverMetricsPort}`
+  yield* Readiness.wait({ child: api, check: yield* Readiness.api(apiUrl) })
+  yield* Readiness.wait({ child: deriver, check: yield* Readiness.deriver(deriverUrl) })
   yield* Effect.log(`api pid ${api.process.pid}, deriver pid ${deriver.process.pid}`)
   return {
     databaseUrl,
     embedded: Option.isNone(options.databaseUrl),
-    apiUrl: `http://127.0.0.1:${options.apiPort}`,
-    deriverMetricsUrl: `http://127.0.0.1:${options.deriverMetricsPort}/metrics`,
+    apiUrl,
+    deriverMetricsUrl: `${deriverUrl}/metrics`,
     api,
     deriver
   } satisfies Stack

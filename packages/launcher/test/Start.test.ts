@@ -1,32 +1,21 @@
-import { assert, describe, layer } from "@effect/vitest"
-import { Cluster, Orphans } from "@resilience/local-postgres"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { ApiClient } from "@resilience/api-client"
+import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
 import { TestDatabase } from "@resilience/test-db"
-import { Duration, Effect, Option, Schema } from "effect"
+import { Duration, Effect, Fiber, Logger, Option } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as ApiClient from "../src/ApiClient.ts"
 import * as Stack from "../src/Stack.ts"
 
-const Created = Schema.Struct({ name: Schema.String, token: Schema.String })
-const Derived = Schema.Struct({ messageCount: Schema.Number })
-
 /** Reads a peer's representation until the deriver has counted `messages` of theirs (client-side polling). */
-const awaitRepresentation = (apiUrl: string, workspace: typeof Created.Type, peer: string, messages: number) =>
+const awaitRepresentation = (client: ApiClient.ApiClient, token: string, peer: string, messages: number) =>
   Effect.gen(function*() {
     for (let poll = 0; poll < 120; poll++) {
-      const response = yield* ApiClient.send(
-        apiUrl,
-        "GET",
-        `/v1/workspaces/${workspace.name}/peers/${peer}/representation`,
-        {
-          token: workspace.token
-        }
-      )
-      if (response.status === 200 && Schema.decodeUnknownSync(Derived)(response.body).messageCount === messages) {
-        return response.body
-      }
+      const derived = yield* client.representation({ token, workspace: "acme", peer })
+      if (Option.isSome(derived) && derived.value.messageCount === messages) return derived.value
       yield* Effect.sleep(Duration.millis(250))
     }
     return yield* Effect.die(new Error(`no representation of ${peer} with ${messages} messages within 30 s`))
@@ -40,6 +29,44 @@ const databaseAndPorts = Effect.all({
 })
 
 describe("the production entry points", () => {
+  it.live(
+    "npm start waits for a saturated database instead of dying, says what it waits for, is ready when it answers",
+    () =>
+      Effect.gen(function*() {
+        const cluster = yield* Cluster.start({ maxConnections: 6 })
+        const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+        const said: Array<string> = []
+        const childLines: Array<string> = []
+        const starting = yield* Effect.forkChild(
+          Stack.start({
+            databaseUrl: Option.some(cluster.url),
+            embedded: { directory: undefined, port: 0, maxConnections: 0 },
+            apiPort: yield* Cluster.freePort,
+            deriverMetricsPort: yield* Cluster.freePort,
+            adminToken: "test-admin-token",
+            // at Warn the API never logs an "ready" line: readiness comes from /readyz, not from the log
+            env: { DB_SCHEMA: "tenant_wait", DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0", API_LOG_LEVEL: "Warn" },
+            onLine: (_name, line) => childLines.push(line)
+          }).pipe(Effect.provide(Logger.layer([Logger.make((entry) => said.push(String(entry.message)))])))
+        )
+        // under load the processes take seconds to start: wait (bounded) until both sides have said it
+        const said503 = () =>
+          said.some((line) => /^waiting for api: \/readyz 503 .+; retrying in \d+\.\d s$/.test(line))
+        const apiSaid = () => childLines.some((line) => line.includes("database unavailable (Saturated); retrying in"))
+        for (let waited = 0; waited < 600 && !(said503() && apiSaid()); waited++) yield* Effect.sleep("100 millis")
+        assert.isTrue(said503(), said.join("\n"))
+        assert.isTrue(apiSaid(), childLines.join("\n"))
+        assert.isUndefined(starting.pollUnsafe(), "still waiting, not dead")
+        yield* Effect.orDie(saturation.release)
+        const stack = yield* Fiber.join(starting)
+        const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
+        yield* client.readyz
+        const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "after" })
+        assert.isString(token)
+      }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)),
+    120_000
+  )
+
   layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
     it.effect("serve a round trip: API stores and enqueues, the deriver derives, the API reads it back", () =>
       Effect.gen(function*() {
@@ -53,20 +80,19 @@ describe("the production entry points", () => {
           env: { DB_SCHEMA: "tenant_e2e", DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0", DERIVER_MIGRATE: "true" },
           onLine: () => undefined
         })
-        const created = yield* ApiClient.expect([201], stack.apiUrl, "POST", "/v1/workspaces", {
-          token: "test-admin-token",
-          body: { name: "acme" }
+        const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
+        const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "acme" })
+        yield* client.appendMessages({
+          token,
+          workspace: "acme",
+          session: "s1",
+          messages: [{ peer: "alice", content: "hello pooled world" }, { peer: "alice", content: "again" }]
         })
-        const workspace = Schema.decodeUnknownSync(Created)(created.body)
-        yield* ApiClient.expect([201], stack.apiUrl, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
-          token: workspace.token,
-          body: { messages: [{ peer: "alice", content: "hello pooled world" }, { peer: "alice", content: "again" }] }
-        })
-        const representation = yield* awaitRepresentation(stack.apiUrl, workspace, "alice", 2)
-        assert.deepInclude(representation as object, { peer: "alice", messageCount: 2 })
+        const representation = yield* awaitRepresentation(client, token, "alice", 2)
+        assert.deepInclude(representation, { peer: "alice", messageCount: 2 })
         const metrics = yield* Effect.promise(() => fetch(stack.deriverMetricsUrl).then((r) => r.text()))
         assert.match(metrics, /deriver_polls_total/)
-      }).pipe(Effect.scoped))
+      }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)))
   })
 
   layer(TestDatabase.layer, { excludeTestServices: true })((it) => {

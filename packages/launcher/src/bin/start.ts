@@ -1,6 +1,8 @@
 /** `npm start`: the whole system on one machine (see Stack.ts), with a ready banner. */
 import { NodeRuntime } from "@effect/platform-node"
+import { ApiClient } from "@resilience/api-client"
 import { Effect } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import * as Banner from "../Banner.ts"
@@ -34,8 +36,9 @@ const main = Effect.gen(function*() {
     },
     onLine: (name, line) => console.log(`[${name}] ${line}`)
   })
+  const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
   const workspace = yield* DemoWorkspace.ensure({
-    apiUrl: stack.apiUrl,
+    client,
     adminToken,
     // Kept beside the data it belongs to: deleting .data/postgres forgets the workspace too.
     directory: LocalConfig.isEmbedded(local) ? join(local.dataDirectory, "postgres") : local.dataDirectory,
@@ -49,6 +52,6 @@ const main = Effect.gen(function*() {
     workspace
   }))
   return yield* Stack.awaitUnexpectedExit(stack)
-}).pipe(Effect.scoped)
+}).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))
 
 NodeRuntime.runMain(main, { teardown: Teardown.stopIsSuccess })
