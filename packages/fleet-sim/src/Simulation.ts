@@ -389,7 +389,9 @@ class World {
     const decision = Overload.decide(overload, settings, { currentMillis: this.current[i]! }, state, outcome, signal, u)
     this.current[i] = decision.schedule.currentMillis
     this.floor[i] = decision.overload.floorMillis
-    this.events.push(t + decision.sleepMillis, WAKE, i, 0)
+    // As the real loop, a busy sleep that may be woken ends when the worker is freed.
+    const wakeAt = t + decision.sleepMillis
+    this.events.push(decision.wakeable && this.busyUntil[i]! < wakeAt ? this.busyUntil[i]! : wakeAt, WAKE, i, 0)
   }
 
   /** The signal of a claim that completed, `elapsed` after its poll began (checkout plus claim). */

@@ -93,6 +93,21 @@ describe("adaptive: the deriver's overload signals", () => {
   })
 })
 
+describe("adaptive: a freed worker wakes the loop", () => {
+  it("a busy sleep ends when the handler is done, as in the real loop (fixed sleeps whole jittered base intervals)", () => {
+    const work = { probability: 1, handlerMillis: 5_000 }
+    const gapsOf = (policy: Model.Policy) =>
+      gaps(
+        Simulation.run(small(policy, { horizonSeconds: 120, work }), { recordClaims: 100 }).claimStartTimes.map((c) =>
+          c.atMillis
+        )
+      )
+    // claim (170 ms), then the handler (5 s) while the loop sleeps: the next claim starts when it is done
+    for (const gap of gapsOf("adaptive")) assert.closeTo(gap, 170 + 5_000, 1e-6)
+    assert.isTrue(gapsOf("fixed").some((gap) => Math.abs(gap - 5_170) > 10))
+  })
+})
+
 describe("adaptive: the API's admission gate", () => {
   // API traffic only (one idle deriver), all backends held by another workload from 10 s to 70 s.
   const params = (policy: Model.Policy): Model.Params => ({
