@@ -12,6 +12,9 @@ import { adminToken, createWorkspace, request, start } from "./TestServer.ts"
 describe("apps/api over real HTTP, healthy database", () => {
   it.layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })((it) => {
     const server = Effect.flatMap(Effect.service(TestDatabase), (db) => start({ url: db.url }))
+    /** The server and the token of a new workspace on it. */
+    const serverWithWorkspace = (name: string) =>
+      Effect.flatMap(server, (api) => Effect.map(createWorkspace(api, name), (token) => ({ api, token })))
 
     it.effect("health, readiness, metrics, docs and the OpenAPI document", () =>
       Effect.gen(function*() {
@@ -105,8 +108,7 @@ describe("apps/api over real HTTP, healthy database", () => {
       "validation: malformed JSON, missing fields, unsafe names and oversized bodies are 4xx that say what",
       () =>
         Effect.gen(function*() {
-          const api = yield* server
-          const token = yield* createWorkspace(api, "valid")
+          const { api, token } = yield* serverWithWorkspace("valid")
           const path = "/v1/workspaces/valid/sessions/s1/messages"
           const detail = (reply: { json: unknown }) => (reply.json as { detail: string }).detail
 

@@ -27,6 +27,13 @@ const assertUnavailable = (reply: Reply, withinMillis: number) => {
   assert.isBelow(reply.millis, withinMillis)
 }
 
+/** Calls every database endpoint at once; each answers a 503 within `withinMillis`. Yields the replies. */
+const allUnavailable = (api: TestServer, token: string, round: number, withinMillis: number) =>
+  Effect.tap(
+    Effect.all(databaseCalls(api, token, round), { concurrency: "unbounded" }),
+    (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, withinMillis)))
+  )
+
 /** How many readiness checks the server made so far (`schema_readiness_checks_total`, every outcome). */
 const readinessChecks = (api: TestServer) =>
   Effect.map(request(api, "GET", "/metrics"), (reply) =>
@@ -50,8 +57,7 @@ describe("apps/api when the database cannot serve", () => {
           assert.isAbove(held, 0)
           for (let round = 0; round < 3; round++) {
             const before = yield* proxy.attempts
-            const replies = yield* Effect.all(databaseCalls(api, token, round), { concurrency: "unbounded" })
-            for (const reply of replies) assertUnavailable(reply, 1_000)
+            const replies = yield* allUnavailable(api, token, round, 1_000)
             assert.strictEqual(
               (yield* proxy.attempts) - before,
               replies.length,
@@ -80,8 +86,7 @@ describe("apps/api when the database cannot serve", () => {
       Effect.gen(function*() {
         const closed = yield* ClosedPort.find
         const api = yield* start({ url: closed.url, migrate: true, awaitReady: false, connectTimeout: "2 seconds" })
-        const replies = yield* Effect.all(databaseCalls(api, "ws_whatever", 0), { concurrency: "unbounded" })
-        for (const reply of replies) assertUnavailable(reply, 2_000)
+        yield* allUnavailable(api, "ws_whatever", 0, 2_000)
         assert.strictEqual((yield* request(api, "GET", "/healthz")).status, 200)
       }),
     60_000
@@ -94,8 +99,7 @@ describe("apps/api when the database cannot serve", () => {
         const silent = yield* SilentListener.start
         const api = yield* start({ url: silent.url, migrate: false, connectTimeout: "500 millis" })
         for (let round = 0; round < 3; round++) {
-          const replies = yield* Effect.all(databaseCalls(api, "ws_whatever", round), { concurrency: "unbounded" })
-          for (const reply of replies) assertUnavailable(reply, 1_000)
+          yield* allUnavailable(api, "ws_whatever", round, 1_000)
           yield* Effect.sleep("300 millis")
         }
         const checks = yield* readinessChecks(api)

@@ -109,6 +109,9 @@ const get = (path: string, init?: RequestInit) =>
       return { status: response.status, headers: response.headers, text: await response.text() }
     }))
 
+/** POSTs a raw JSON body to the test API's `/things`. */
+const post = (body: string) => get("/things", { method: "POST", headers: { "content-type": "application/json" }, body })
+
 const unavailableText = "{\"detail\":\"database temporarily unavailable\"}"
 const unexpectedText = "{\"detail\":\"An unexpected error occurred\"}"
 
@@ -177,8 +180,6 @@ describe("HttpErrors over real HTTP", () => {
 
     it.effect("HttpApi: declared errors and request validation pass through", () =>
       Effect.gen(function*() {
-        const post = (body: string) =>
-          get("/things", { method: "POST", headers: { "content-type": "application/json" }, body })
         const created = yield* post("{\"name\":\"a\"}")
         assert.strictEqual(created.status, 201)
         const taken = yield* post("{\"name\":\"taken\"}")
@@ -188,8 +189,6 @@ describe("HttpErrors over real HTTP", () => {
 
     it.effect("Validation: a missing field, a wrong type and malformed JSON are 400s that say what was wrong", () =>
       Effect.gen(function*() {
-        const post = (body: string) =>
-          get("/things", { method: "POST", headers: { "content-type": "application/json" }, body })
         const missing = yield* post("{\"nom\":1}")
         assert.strictEqual(missing.status, 400)
         const body = JSON.parse(missing.text)

@@ -32,6 +32,22 @@ const unavailable = (error: CheckoutError): DatabaseUnavailable => {
   return error as DatabaseUnavailable
 }
 
+/** Every checkout was refused as saturated, with this SQLSTATE and message, in well under a second. */
+const assertSaturated = (
+  results: ReadonlyArray<{ readonly error: CheckoutError; readonly wallMillis: number }>,
+  expected: { readonly code: string; readonly message?: string; readonly messageIncludes?: string }
+) => {
+  for (const { error, wallMillis } of results) {
+    const e = unavailable(error)
+    assert.strictEqual(e.reason, "Saturated")
+    assert.strictEqual(e.code, expected.code)
+    if (expected.message !== undefined) assert.strictEqual(e.message, expected.message)
+    if (expected.messageIncludes !== undefined) assert.include(e.message, expected.messageIncludes)
+    assert.isBelow(e.elapsedMillis, 1000)
+    assert.isBelow(wallMillis, 1000)
+  }
+}
+
 layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSession", (it) => {
   for (const { driver, poolClass } of matrix) {
     describe(`${driver} / ${poolClass}`, () => {
@@ -170,13 +186,7 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
               assert.strictEqual(refusal.code, "53300")
               return yield* failures(3)
             }))
-            for (const { error, wallMillis } of results) {
-              const e = unavailable(error)
-              assert.strictEqual(e.reason, "Saturated")
-              assert.strictEqual(e.code, "53300")
-              assert.isBelow(e.elapsedMillis, 1000)
-              assert.isBelow(wallMillis, 1000)
-            }
+            assertSaturated(results, { code: "53300" })
             yield* settle
             assert.strictEqual(yield* proxy.attempts, 3)
             // The slots are free again: the next checkout succeeds on the same session, no restart.
@@ -202,13 +212,10 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
               assert.strictEqual(refusal.code, "08P01")
               return yield* failures(3).pipe(Effect.provide(session({ url: proxy.url(bouncer.url), ...options })))
             }))
-            for (const { error, wallMillis } of results) {
-              const e = unavailable(error)
-              assert.strictEqual(e.reason, "Saturated")
-              assert.strictEqual(e.code, "08P01")
-              assert.include(e.message, "no more connections allowed (max_client_conn)")
-              assert.isBelow(wallMillis, 1000)
-            }
+            assertSaturated(results, {
+              code: "08P01",
+              messageIncludes: "no more connections allowed (max_client_conn)"
+            })
             yield* settle
             assert.strictEqual(yield* proxy.attempts, 3)
           })
@@ -218,13 +225,7 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
         Effect.gen(function*() {
           const supavisor = yield* SupavisorStandIn.start()
           const results = yield* failures(3).pipe(Effect.provide(session({ url: supavisor.url, ...options })))
-          for (const { error, wallMillis } of results) {
-            const e = unavailable(error)
-            assert.strictEqual(e.reason, "Saturated")
-            assert.strictEqual(e.code, "XX000")
-            assert.strictEqual(e.message, "(EMAXCONN) max client connections reached, limit: 3")
-            assert.isBelow(wallMillis, 1000)
-          }
+          assertSaturated(results, { code: "XX000", message: "(EMAXCONN) max client connections reached, limit: 3" })
           yield* settle
           assert.strictEqual(yield* supavisor.accepted, 3)
         }))
