@@ -5,43 +5,17 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
+import { EntryPoint } from "@resilience/test-db"
 import { Effect } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { adminToken, request } from "./TestServer.ts"
 
-const root = fileURLToPath(new URL("../../../", import.meta.url))
-
-interface Running {
+interface Running extends EntryPoint.Running {
   readonly name: string
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exitCode: () => number | null | "running"
 }
 
 /** Spawns an app's entry point; killed when the scope closes. */
 const launch = (name: string, entry: string, env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.sync((): Running => {
-      const child = spawn(process.execPath, ["--conditions=@resilience/source", entry], {
-        cwd: root,
-        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-      let exit: number | null | "running" = "running"
-      child.on("exit", (code) => (exit = code))
-      return { name, child, output: () => output, exitCode: () => exit }
-    }),
-    (running) =>
-      Effect.callback<void>((resume) => {
-        if (running.exitCode() !== "running") return resume(Effect.void)
-        running.child.once("exit", () => resume(Effect.void))
-        running.child.kill("SIGKILL")
-      })
-  )
+  Effect.map(EntryPoint.start(entry, env), (running): Running => ({ ...running, name }))
 
 const waitUntil = <A>(what: string, check: Effect.Effect<A | undefined>, timeoutMillis: number) =>
   Effect.gen(function*() {

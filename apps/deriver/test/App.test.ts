@@ -8,12 +8,9 @@ import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
-import { TestDatabase } from "@resilience/test-db"
+import { EntryPoint, TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, Option, References } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 
-const root = fileURLToPath(new URL("../../../", import.meta.url))
 const main = "apps/deriver/src/main.ts"
 
 const Database = TestDatabase.layerWith((database) =>
@@ -28,37 +25,8 @@ const Database = TestDatabase.layerWith((database) =>
   Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
 )
 
-interface Running {
-  readonly child: ChildProcess
-  readonly output: () => string
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>
-}
-
-const launch = (env: Record<string, string>): Running => {
-  const child = spawn(process.execPath, ["--conditions=@resilience/source", main], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal, at: Date.now() }))
-  )
-  return { child, output: () => output, exited }
-}
-
-/** Stops a child that is still running at the end of a test (never leaves processes behind). */
-const reap = (running: Running) =>
-  Effect.addFinalizer(() =>
-    Effect.promise(async () => {
-      if (running.child.exitCode === null && running.child.signalCode === null) {
-        running.child.kill("SIGKILL")
-        await running.exited
-      }
-    })
-  )
+/** The deriver's entry point with `env`; killed when the test's scope closes if it is still running. */
+const launch = (env: Record<string, string>) => EntryPoint.start(main, env)
 
 const waitFor = <A>(check: Effect.Effect<A | undefined, unknown, DbSession>, timeoutMillis: number, what: string) =>
   Effect.gen(function*() {
@@ -87,12 +55,11 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
   it.effect("an invalid setting stops the process at start, naming the variable and the allowed range", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const running = launch({
+      const running = yield* launch({
         DATABASE_URL: database.url,
         DERIVER_POLLING_JITTER_RATIO: "1.5",
         DERIVER_METRICS_PORT: "0"
       })
-      yield* reap(running)
       const exit = yield* Effect.promise(() => running.exited)
       assert.notStrictEqual(exit.code, 0)
       assert.include(running.output(), "DERIVER_POLLING_JITTER_RATIO")
@@ -129,8 +96,7 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
         DERIVER_SHUTDOWN_GRACE_SECONDS: "5",
         DERIVER_METRICS_PORT: String(port)
       }
-      const first = launch(env)
-      yield* reap(first)
+      const first = yield* launch(env)
       // Wait until the deriver is mid-way: some units done, some held right now.
       yield* waitFor(
         Effect.map(queueCounts(schema), (c) => (c.processed >= 2 && c.owned > 0 ? c : undefined)),
@@ -155,8 +121,7 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       assert.isTrue(lines.length > 0 && lines.every((line) => line.startsWith("{")), first.output().slice(0, 500))
 
       // A second run finishes the rest; every peer's representation counts each message exactly once.
-      const second = launch(env)
-      yield* reap(second)
+      const second = yield* launch(env)
       yield* waitFor(
         Effect.map(queueCounts(schema), (c) => (c.processed === c.total ? c : undefined)),
         60_000,
