@@ -3,12 +3,14 @@
  * value stops the process naming the variable), serves the API on `API_PORT` with JSON logs at once, and makes
  * `DB_SCHEMA` ready in the background (migrating it when `API_MIGRATE` is set) whether or not the database
  * answers: until then data routes and `/readyz` answer 503 with `Retry-After`. Only a misconfigured database
- * (bad credentials, unknown database, no privilege) stops the process. SIGINT/SIGTERM stop it gracefully.
+ * (bad credentials, unknown database, no privilege) stops the process. SIGINT/SIGTERM stop it gracefully. With
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` set, its spans (HTTP, `db.acquire`, …) are exported over OTLP.
  *
  * @since 0.1.0
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
+import { Otlp } from "@resilience/telemetry"
 import { Config, Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
 import * as Readiness from "./Readiness.ts"
@@ -29,6 +31,6 @@ Effect.scoped(Effect.gen(function*() {
   yield* Context.get(context, Readiness.Readiness).await
   return yield* Effect.never
 })).pipe(
-  Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel)),
+  Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel, Otlp.layerFromEnv("resilience-api"))),
   NodeRuntime.runMain
 )

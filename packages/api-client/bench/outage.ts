@@ -23,39 +23,12 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Duration, Effect, Fiber, Random } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { fileURLToPath } from "node:url"
 import { ApiClient, RetryPolicy } from "../src/index.ts"
-import { type Arrival, recordingProxy } from "../test/support.ts"
+import { adminToken, type Arrival, recordingProxy, spawnApi } from "../test/support.ts"
 
 const clients = Math.min(2000, Number(process.env.BENCH_CLIENTS ?? 200))
 const saturationSeconds = Math.min(10, Number(process.env.BENCH_SATURATION_SECONDS ?? 10))
-const adminToken = "bench-admin-token-0123456789"
-const main = fileURLToPath(new URL("../../../apps/api/src/main.ts", import.meta.url))
-
-const startApi = (url: string) =>
-  Effect.gen(function*() {
-    const port = yield* Cluster.freePort
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        spawn(process.execPath, ["--conditions=@resilience/source", main], {
-          env: {
-            PATH: process.env.PATH ?? "",
-            DATABASE_URL: url,
-            DB_SCHEMA: "bench",
-            API_PORT: String(port),
-            API_HOST: "127.0.0.1",
-            API_ADMIN_TOKEN: adminToken,
-            API_LOG_LEVEL: "Error"
-          },
-          stdio: ["ignore", "inherit", "inherit"]
-        })
-      ),
-      (child) => Effect.sync(() => child.kill("SIGTERM"))
-    )
-    return `http://127.0.0.1:${port}`
-  })
 
 type Mode = "api-client" | "naive"
 
@@ -160,7 +133,7 @@ const phase = (mode: Mode, cluster: Cluster.Cluster, proxy: { url: string; arriv
 const program = Effect.gen(function*() {
   console.log(`bench: ${clients} clients, ${saturationSeconds} s saturated, then released; loopback only`)
   const cluster = yield* Cluster.start({ maxConnections: 30 })
-  const api = yield* startApi(cluster.url)
+  const api = yield* spawnApi({ url: cluster.url, schema: "bench" })
   const proxy = yield* recordingProxy(api)
   const setup = yield* ApiClient.make({ baseUrl: proxy.url, maxAttempts: 100, maxDelay: "2 seconds" }).pipe(
     Effect.orDie

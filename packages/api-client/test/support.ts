@@ -7,10 +7,13 @@ import { Http, Readiness, Settings } from "@resilience/api-app"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/domain"
+import { Cluster } from "@resilience/local-postgres"
 import { Context, Effect, Layer, Logger, Redacted } from "effect"
 import { HttpServer } from "effect/http"
+import { spawn } from "node:child_process"
 import { createServer, request as forward } from "node:http"
 import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
 
 export const adminToken = "client-test-admin-token-0123"
 
@@ -101,3 +104,32 @@ export const recordingProxy = (target: string) =>
     ),
     (proxy) => Effect.sync(proxy.close)
   )
+
+const apiMain = fileURLToPath(new URL("../../../apps/api/src/main.ts", import.meta.url))
+
+/** The real API entry point as its own process on a free loopback port (stopped with the scope); its base URL. */
+export const spawnApi = (
+  options: { readonly url: string; readonly schema: string; readonly env?: Record<string, string> }
+) =>
+  Effect.gen(function*() {
+    const port = yield* Cluster.freePort
+    yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(process.execPath, ["--conditions=@resilience/source", apiMain], {
+          env: {
+            PATH: process.env.PATH ?? "",
+            DATABASE_URL: options.url,
+            DB_SCHEMA: options.schema,
+            API_PORT: String(port),
+            API_HOST: "127.0.0.1",
+            API_ADMIN_TOKEN: adminToken,
+            API_LOG_LEVEL: "Error",
+            ...options.env
+          },
+          stdio: ["ignore", "inherit", "inherit"]
+        })
+      ),
+      (child) => Effect.sync(() => child.kill("SIGTERM"))
+    )
+    return `http://127.0.0.1:${port}`
+  })

@@ -1,6 +1,7 @@
 /** `npm start`: the whole system on one machine (see Stack.ts), with a ready banner. */
 import { NodeRuntime } from "@effect/platform-node"
 import { ApiClient } from "@resilience/api-client"
+import { Otlp } from "@resilience/telemetry"
 import { Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { randomBytes } from "node:crypto"
@@ -52,6 +53,6 @@ const main = Effect.gen(function*() {
     workspace
   }))
   return yield* Stack.awaitUnexpectedExit(stack)
-}).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer))
+}).pipe(Effect.scoped, Effect.provide([FetchHttpClient.layer, Otlp.layerFromEnv("resilience-launcher")]))
 
 NodeRuntime.runMain(main, { teardown: Teardown.stopIsSuccess })
