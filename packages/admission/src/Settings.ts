@@ -1,0 +1,154 @@
+/**
+ * The gate's settings: what it may admit, how long a request may wait, and how long it stops knocking after
+ * the database said it is unavailable. Validated once, at start: in code with {@link make}, from the
+ * environment with {@link config} (an invalid value stops the process naming the variable).
+ *
+ * @since 0.1.0
+ */
+import { InvalidParameter, Parameters } from "@resilience/jitter"
+import { Config, Effect, Schema } from "effect"
+
+/**
+ * Validated settings, in plain numbers.
+ *
+ * @since 0.1.0
+ */
+export interface Settings {
+  /** Off: every request goes straight to the database, as without the gate. */
+  readonly enabled: boolean
+  /** The limit never exceeds this; it starts here (the database is presumed healthy until it says otherwise). */
+  readonly maxConcurrency: number
+  /** The limit never falls below this. */
+  readonly minConcurrency: number
+  /** A request that gets no permit within this many milliseconds is shed; 0 sheds at once. */
+  readonly queueTimeoutMillis: number
+  /** An admitted request that takes longer than this counts as overload (the limit decreases); 0 disables. */
+  readonly slowMillis: number
+  /** Consecutive unavailable outcomes that open the circuit. */
+  readonly tripFailures: number
+  /** Nominal length of an open window, in milliseconds. */
+  readonly openMillis: number
+  /** Each open window is uniform in [(1 − r)·openMillis, (1 + r)·openMillis]. */
+  readonly openJitterRatio: number
+  /** Multiplicative decrease of the limit on each unavailable or overloaded outcome, in (0, 1). */
+  readonly decreaseRatio: number
+}
+
+/**
+ * Settings as given; every field has a default ({@link defaults}).
+ *
+ * @since 0.1.0
+ */
+export type Options = Partial<Settings>
+
+/**
+ * The defaults, for one API instance behind a pooler with a fresh connection per request:
+ * the limit starts at 256 (above the concurrency one instance's event loop sustains, so on a healthy database
+ * it never binds) and may fall to 1; a request waits at most 50 ms for a permit; an admitted request slower
+ * than 2 s (the default connect timeout) is overload; 3 unavailable outcomes in a row open the circuit for
+ * 0.5–1.5 s (`Retry-After` is 1 s by default); each unavailable or overloaded outcome cuts the limit by 10 %.
+ *
+ * @since 0.1.0
+ */
+export const defaults: Settings = {
+  enabled: true,
+  maxConcurrency: 256,
+  minConcurrency: 1,
+  queueTimeoutMillis: 50,
+  slowMillis: 2_000,
+  tripFailures: 3,
+  openMillis: 1_000,
+  openJitterRatio: 0.5,
+  decreaseRatio: 0.9
+}
+
+/** Largest concurrency limit accepted. */
+const maxAllowedConcurrency = 100_000
+/** Largest duration accepted, in milliseconds (one minute: this is a gate, not a queue). */
+const maxAllowedMillis = 60_000
+
+const integerIn = (minimum: number, maximum: number) => Schema.Int.check(Schema.isBetween({ minimum, maximum }))
+
+const rules = {
+  maxConcurrency: [integerIn(1, maxAllowedConcurrency), `an integer in [1, ${maxAllowedConcurrency}]`],
+  minConcurrency: [integerIn(1, maxAllowedConcurrency), `an integer in [1, ${maxAllowedConcurrency}]`],
+  queueTimeoutMillis: [integerIn(0, maxAllowedMillis), `an integer in [0, ${maxAllowedMillis}]`],
+  slowMillis: [integerIn(0, maxAllowedMillis), `an integer in [0, ${maxAllowedMillis}] (0 disables)`],
+  tripFailures: [integerIn(1, 1_000), "an integer in [1, 1000]"],
+  openMillis: [integerIn(1, maxAllowedMillis), `an integer in [1, ${maxAllowedMillis}]`],
+  openJitterRatio: [Parameters.Ratio, "a number in [0, 1]"],
+  decreaseRatio: [
+    Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThan(1)),
+    "a number in (0, 1), exclusive"
+  ]
+} as const
+
+const checks = Object.entries(rules).map(([name, [schema, allowed]]) =>
+  [name as keyof typeof rules, Parameters.check(schema as Schema.Schema<number>, allowed)] as const
+)
+
+/** `min` ≤ `max`, reported under the names the caller uses (options or environment variables). */
+const ordered = (settings: Settings, minName: string, maxName: string) =>
+  settings.minConcurrency > settings.maxConcurrency
+    ? Effect.fail(
+      new InvalidParameter.InvalidParameter({
+        parameter: minName,
+        value: settings.minConcurrency,
+        allowed: `an integer in [1, ${maxName} = ${settings.maxConcurrency}]`
+      })
+    )
+    : Effect.succeed(settings)
+
+/**
+ * Validates options over {@link defaults}: every number within its range, and `minConcurrency` ≤
+ * `maxConcurrency`. The error names the parameter, the value and what is allowed.
+ *
+ * @since 0.1.0
+ */
+export const make = (options: Options = {}): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
+  Effect.gen(function*() {
+    const settings: Settings = { ...defaults, ...options }
+    for (const [name, check] of checks) yield* check(settings[name], name)
+    return yield* ordered(settings, "minConcurrency", "maxConcurrency")
+  })
+
+/**
+ * The environment variables, by setting.
+ *
+ * @since 0.1.0
+ */
+export const variables = {
+  enabled: "API_ADMISSION_ENABLED",
+  maxConcurrency: "API_ADMISSION_MAX_CONCURRENCY",
+  minConcurrency: "API_ADMISSION_MIN_CONCURRENCY",
+  queueTimeoutMillis: "API_ADMISSION_QUEUE_TIMEOUT_MILLIS",
+  slowMillis: "API_ADMISSION_SLOW_MILLIS",
+  tripFailures: "API_ADMISSION_TRIP_FAILURES",
+  openMillis: "API_ADMISSION_OPEN_MILLIS",
+  openJitterRatio: "API_ADMISSION_OPEN_JITTER_RATIO"
+} as const
+
+const fromEnv = <K extends keyof typeof rules & keyof typeof variables>(key: K) =>
+  Config.schema(rules[key][0], variables[key]).pipe(Config.withDefault(defaults[key]))
+
+/**
+ * The settings from the environment (see {@link variables}; unset means the default). A value outside its
+ * range, or `API_ADMISSION_MIN_CONCURRENCY` above `API_ADMISSION_MAX_CONCURRENCY`, is a `ConfigError` that names
+ * the variable.
+ *
+ * @since 0.1.0
+ */
+export const config: Config.Config<Settings> = Config.all({
+  enabled: Config.Boolean(variables.enabled).pipe(Config.withDefault(defaults.enabled)),
+  maxConcurrency: fromEnv("maxConcurrency"),
+  minConcurrency: fromEnv("minConcurrency"),
+  queueTimeoutMillis: fromEnv("queueTimeoutMillis"),
+  slowMillis: fromEnv("slowMillis"),
+  tripFailures: fromEnv("tripFailures"),
+  openMillis: fromEnv("openMillis"),
+  openJitterRatio: fromEnv("openJitterRatio")
+}).pipe(
+  InvalidParameter.validateConfig((settings) =>
+    ordered({ ...settings, decreaseRatio: defaults.decreaseRatio }, variables.minConcurrency, variables.maxConcurrency)
+  )
+)

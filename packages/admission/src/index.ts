@@ -1,0 +1,63 @@
+/**
+ * An admission gate in front of database work: an adaptive concurrency limit, a short jittered circuit after
+ * unavailability with one half-open probe, and single-flight readiness. A shed request makes no connection
+ * attempt; an admitted one makes at most the one its work makes.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * The gate: circuit, then a permit of the adaptive limit within the queueing bound, then the work.
+ *
+ * @since 0.1.0
+ */
+export * as Gate from "./Gate.ts"
+
+/**
+ * The settings, their defaults and their environment variables.
+ *
+ * @since 0.1.0
+ */
+export * as Settings from "./Settings.ts"
+
+/**
+ * The adaptive limit (AIMD) as pure functions.
+ *
+ * @since 0.1.0
+ */
+export * as Limit from "./Limit.ts"
+
+/**
+ * The circuit on Effect's `CircuitBreaker`, with jittered open windows.
+ *
+ * @since 0.1.0
+ */
+export * as Circuit from "./Circuit.ts"
+
+/**
+ * What one request's exit says about the database.
+ *
+ * @since 0.1.0
+ */
+export * as Outcome from "./Outcome.ts"
+
+/**
+ * The error of a shed request.
+ *
+ * @since 0.1.0
+ */
+export * as Shed from "./Shed.ts"
+
+/**
+ * Admitted, shed, limit, in-flight and circuit metrics.
+ *
+ * @since 0.1.0
+ */
+export * as Metrics from "./Metrics.ts"
+
+/**
+ * Single-flight, cached readiness through the gate.
+ *
+ * @since 0.1.0
+ */
+export * as Readiness from "./Readiness.ts"
