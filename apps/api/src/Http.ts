@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
+import * as Admission from "@resilience/admission"
 import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
@@ -68,9 +69,9 @@ export const WorkspaceAuthLive = Layer.succeed(
 )
 
 /**
- * Runs `use` for `workspace` after checking the request's token, all on one checkout: unknown workspace 404,
- * another workspace's token 403. Database errors become defects, which the API's `DatabaseErrors` middleware
- * answers (503 with Retry-After, or an opaque 500).
+ * Runs `use` for `workspace` after checking the request's token, all on one checkout behind the admission gate:
+ * unknown workspace 404, another workspace's token 403. Database errors and shed requests become defects, which
+ * the API's `DatabaseErrors` middleware answers (503 with Retry-After, or an opaque 500).
  *
  * @since 0.1.0
  */
@@ -83,7 +84,7 @@ export const withWorkspace = <A, E, R>(
     const token = yield* Security.BearerToken
     const db = yield* DbSession
     yield* Readiness.ensure
-    return yield* db.oneCheckout(Effect.gen(function*() {
+    return yield* Admission.Gate.run(db.oneCheckout(Effect.gen(function*() {
       const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
       if (verification === "not-found") {
         return yield* new Errors.NotFound({ detail: `Workspace ${JSON.stringify(workspace)} does not exist` })
@@ -94,7 +95,7 @@ export const withWorkspace = <A, E, R>(
         })
       }
       return yield* use(schema)
-    }))
+    })))
   }).pipe(HttpErrors.orDieDbErrors)
 
 /**
@@ -110,7 +111,7 @@ export const AdminHandlers = HttpApiBuilder.group(
       Effect.gen(function*() {
         const { schema } = yield* AppSettings
         yield* Readiness.ensure
-        return yield* Workspaces.create(schema, payload.name).pipe(
+        return yield* Admission.Gate.run(Workspaces.create(schema, payload.name)).pipe(
           Effect.catchTag(
             "WorkspaceExists",
             (error) =>
@@ -172,7 +173,10 @@ export const SystemHandlers = HttpApiBuilder.group(Api.Api, "system", (handlers)
   handlers.handleAll({
     healthz: () => Effect.succeed({ status: "ok" }),
     readyz: () =>
-      Effect.andThen(Readiness.ensure, Effect.flatMap(Effect.service(DbSession), (db) => db.query("SELECT 1"))).pipe(
+      Effect.andThen(
+        Readiness.ensure,
+        Effect.flatMap(Effect.service(Admission.Readiness.Readiness), (readiness) => readiness.check)
+      ).pipe(
         Effect.as({ status: "ready" }),
         HttpErrors.orDieDbErrors
       ),
@@ -233,6 +237,21 @@ export const idempotencyPruning = Layer.effectDiscard(Effect.gen(function*() {
 }))
 
 /**
+ * The admission gate (`settings.admission`) and the database readiness check behind it (single-flight, cached
+ * for `settings.readinessCacheMillis`).
+ *
+ * @since 0.2.0
+ */
+export const admission = Layer.unwrap(Effect.gen(function*() {
+  const settings = yield* AppSettings
+  return Admission.Readiness.layer({ cacheMillis: settings.readinessCacheMillis }).pipe(
+    Layer.provideMerge(
+      Layer.effect(Admission.Gate.Gate, Admission.Gate.make(settings.admission ?? Admission.Settings.defaults))
+    )
+  )
+}))
+
+/**
  * The HTTP server on `settings.port`, serving at once; the schema becomes ready in the background
  * (`Readiness`, provided to the caller too). Needs `AppSettings` and `DbSession`.
  *
@@ -241,6 +260,7 @@ export const idempotencyPruning = Layer.effectDiscard(Effect.gen(function*() {
 export const server = Layer.unwrap(Effect.gen(function*() {
   const settings = yield* AppSettings
   return HttpRouter.serve(routes).pipe(
+    Layer.provide(admission),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
     (serving) => Layer.provideMerge(readyLog, serving),
     Layer.provideMerge(idempotencyPruning),

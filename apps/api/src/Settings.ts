@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import { Readiness, Settings as Admission } from "@resilience/admission"
 import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
 import { InvalidParameter } from "@resilience/jitter"
@@ -34,6 +35,10 @@ export interface Settings {
    * remembered; older keys are pruned and count as new. Optional here: 86400 when absent.
    */
   readonly idempotencyRetentionSeconds?: number | undefined
+  /** The admission gate in front of the database work (`API_ADMISSION_*`; unset: `@resilience/admission`'s defaults). */
+  readonly admission?: Admission.Settings | undefined
+  /** `/readyz` answers from a check at most this old (`API_READINESS_CACHE_MILLIS`, 1000). */
+  readonly readinessCacheMillis?: number | undefined
 }
 
 /**
@@ -77,7 +82,9 @@ export const config: Config.Config<Settings> = Config.all({
   migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true)),
   idempotencyRetentionSeconds: Config.schema(RetentionSeconds, "API_IDEMPOTENCY_RETENTION_SECONDS").pipe(
     Config.withDefault(86_400)
-  )
+  ),
+  admission: Admission.config,
+  readinessCacheMillis: Readiness.cacheMillisConfig
 })
 
 /**

@@ -2,6 +2,7 @@
  * Starts the real API server in-process on an ephemeral loopback port, against a database URL, with its log
  * captured; tests talk to it with `fetch`.
  */
+import { Settings as Admission } from "@resilience/admission"
 import { Http, Readiness, Settings } from "@resilience/api-app"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
@@ -34,6 +35,8 @@ export interface Options {
   readonly maxBodyBytes?: number | undefined
   /** Wait until the schema is ready before returning (default: when migrating). */
   readonly awaitReady?: boolean | undefined
+  readonly admission?: Admission.Options | undefined
+  readonly readinessCacheMillis?: number | undefined
 }
 
 export const start = (options: Options) =>
@@ -54,7 +57,9 @@ export const start = (options: Options) =>
       maxBodyBytes: options.maxBodyBytes ?? 64 * 1024,
       retryAfter: RetryAfter.fixed(1),
       migrate: options.migrate ?? true,
-      idempotencyRetentionSeconds: options.idempotencyRetentionSeconds
+      idempotencyRetentionSeconds: options.idempotencyRetentionSeconds,
+      admission: yield* Effect.orDie(Admission.make(options.admission)),
+      readinessCacheMillis: options.readinessCacheMillis ?? 1_000
     }
     const context = yield* Layer.build(
       Http.server.pipe(

@@ -19,19 +19,24 @@ const databaseCalls = (api: TestServer, token: string, round: number) => [
   request(api, "GET", "/readyz")
 ]
 
-const assertUnavailable = (reply: Reply, withinMillis: number) => {
+/** A 503 with the body and `Retry-After` (1 s, or up to `maxRetryAfter` s: the rest of an open circuit's window). */
+const assertUnavailable = (reply: Reply, withinMillis: number, maxRetryAfter = 1) => {
   assert.strictEqual(reply.status, 503, reply.text)
-  assert.strictEqual(reply.headers.get("retry-after"), "1")
+  const retryAfter = Number(reply.headers.get("retry-after"))
+  assert.isTrue(
+    Number.isInteger(retryAfter) && retryAfter >= 1 && retryAfter <= maxRetryAfter,
+    `Retry-After ${retryAfter}`
+  )
   assert.strictEqual(reply.headers.get("content-type"), "application/json")
   assert.deepStrictEqual(reply.json, unavailable)
   assert.isBelow(reply.millis, withinMillis)
 }
 
 /** Calls every database endpoint at once; each answers a 503 within `withinMillis`. Yields the replies. */
-const allUnavailable = (api: TestServer, token: string, round: number, withinMillis: number) =>
+const allUnavailable = (api: TestServer, token: string, round: number, withinMillis: number, maxRetryAfter = 1) =>
   Effect.tap(
     Effect.all(databaseCalls(api, token, round), { concurrency: "unbounded" }),
-    (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, withinMillis)))
+    (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, withinMillis, maxRetryAfter)))
   )
 
 /** How many readiness checks the server made so far (`schema_readiness_checks_total`, every outcome). */
@@ -41,43 +46,94 @@ const readinessChecks = (api: TestServer) =>
       .filter((line) => line.startsWith("schema_readiness_checks_total"))
       .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0))
 
+/** Polls `GET /readyz` until it answers 200 (at most `withinMillis`); returns how long that took. */
+const untilReady = (api: TestServer, withinMillis: number) =>
+  Effect.gen(function*() {
+    const startedAt = performance.now()
+    while (performance.now() - startedAt < withinMillis) {
+      if ((yield* request(api, "GET", "/readyz")).status === 200) return performance.now() - startedAt
+      yield* Effect.sleep("100 millis")
+    }
+    return yield* Effect.die(new Error(`not ready within ${withinMillis} ms`))
+  })
+
 describe("apps/api when the database cannot serve", () => {
   it.live(
-    "saturated: every database endpoint is a sub-second 503, one connection attempt each; then it recovers",
+    "saturated: a sub-second 503 everywhere; at most one attempt per request, none once the gate is open; then it recovers",
     () =>
       Effect.gen(function*() {
         const cluster = yield* Cluster.start({ maxConnections: 6 })
         const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
-        const api = yield* start({ url: proxy.url(cluster.url), schema: "saturation" })
+        // A window of at least 1.5 s (3 s ± 50 %): the rounds below end well inside it.
+        const api = yield* start({
+          url: proxy.url(cluster.url),
+          schema: "saturation",
+          admission: { tripFailures: 3, openMillis: 3_000 }
+        })
         const token = yield* createWorkspace(api, "acme")
 
         const released = yield* Effect.scoped(Effect.gen(function*() {
           // Straight to the cluster, not through the proxy, so the proxy counts only the API's attempts.
           const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
           assert.isAbove(held, 0)
+          const attempts: Array<number> = []
           for (let round = 0; round < 3; round++) {
             const before = yield* proxy.attempts
-            const replies = yield* allUnavailable(api, token, round, 1_000)
-            assert.strictEqual(
-              (yield* proxy.attempts) - before,
-              replies.length,
-              "exactly one connection attempt per request"
-            )
+            // Shed by the open circuit: Retry-After covers the rest of its window (at most 4.5 s).
+            yield* allUnavailable(api, token, round, 1_000, 5)
+            attempts.push((yield* proxy.attempts) - before)
           }
+          // The first round trips the circuit (3 unavailable checkouts; requests already admitted make theirs);
+          // the next rounds are shed by the open circuit and make none.
+          assert.isAtLeast(attempts[0]!, 3, `attempts per round: ${attempts.join(", ")}`)
+          assert.isAtMost(attempts[0]!, 5, "at most one connection attempt per request")
+          assert.deepStrictEqual(attempts.slice(1), [0, 0], "shed requests make no connection attempt")
           const healthz = yield* request(api, "GET", "/healthz")
           assert.strictEqual(healthz.status, 200, "liveness does not need the database")
           const metrics = yield* request(api, "GET", "/metrics")
           assert.include(metrics.text, "api_error_responses_total")
+          assert.match(metrics.text, /admission_shed_total\{[^}]*reason="CircuitOpen"[^}]*\} [1-9]/)
+          assert.match(metrics.text, /admission_circuit_state(\{[^}]*\})? 2/)
           return held
         }))
         assert.isAbove(released, 0)
 
+        // Released: after the window (≤ 4.5 s) the next request is the probe; it answers and closes the circuit.
+        const waited = yield* untilReady(api, 15_000)
+        assert.isBelow(waited, 4_500 + 1_000 + 1_000, "window + readiness cache + slack")
         const before = yield* proxy.attempts
         const replies = yield* Effect.all(databaseCalls(api, token, 99), { concurrency: 1 })
         assert.deepStrictEqual(replies.map((reply) => reply.status), [201, 201, 200, 404, 200], "recovered, no restart")
-        assert.strictEqual((yield* proxy.attempts) - before, replies.length)
+        const attempts = (yield* proxy.attempts) - before
+        assert.isAtMost(attempts, replies.length, "at most one connection attempt per request")
+        assert.isAtLeast(attempts, replies.length - 1, "/readyz may answer from its cache")
       }),
     180_000
+  )
+
+  it.live(
+    "300 concurrent readiness probes on a saturated server: one attempt per cache window",
+    () =>
+      Effect.gen(function*() {
+        const cluster = yield* Cluster.start({ maxConnections: 6 })
+        const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
+        const api = yield* start({ url: proxy.url(cluster.url), schema: "readiness", readinessCacheMillis: 1_000 })
+        yield* Effect.scoped(Effect.gen(function*() {
+          yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+          const before = yield* proxy.attempts
+          const startedAt = performance.now()
+          const replies = yield* Effect.all(
+            Array.from({ length: 300 }, () => request(api, "GET", "/readyz")),
+            { concurrency: "unbounded" }
+          )
+          const elapsed = performance.now() - startedAt
+          for (const reply of replies) assertUnavailable(reply, 5_000)
+          const attempts = (yield* proxy.attempts) - before
+          assert.isAtLeast(attempts, 1)
+          assert.isAtMost(attempts, 1 + Math.ceil(elapsed / 1_000), `${attempts} attempts in ${elapsed.toFixed(0)} ms`)
+        }))
+      }),
+    120_000
   )
 
   it.live(

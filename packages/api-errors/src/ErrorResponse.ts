@@ -55,11 +55,24 @@ export interface ErrorResponse {
 
 /**
  * Whether a value is one of `@resilience/db-session`'s errors (`DatabaseUnavailable`, `DatabaseMisconfigured`,
- * `QueryFailed`); matched by tag, so that it also works across two copies of that package.
+ * `QueryFailed`), or a request the admission gate shed ({@link isShed}); matched by tag, so that it also works
+ * across two copies of those packages.
  *
  * @since 0.1.0
  */
-export const isDbError = (u: unknown): boolean => Classify.isDbError(u)
+export const isDbError = (u: unknown): boolean => Classify.isDbError(u) || isShed(u)
+
+/**
+ * Whether a value is `@resilience/admission`'s `AdmissionShed`: the admission gate refused the request before it
+ * touched the database. To a client that is the same as an unavailable database (503, `Retry-After`); its
+ * `reason` (`CircuitOpen`, `ProbeInFlight`, `QueueTimeout`) is the kind in logs and metrics. Matched by tag, so
+ * neither package depends on the other.
+ *
+ * @since 0.2.0
+ */
+export const isShed = (u: unknown): u is { readonly _tag: "AdmissionShed"; readonly reason: string } =>
+  typeof u === "object" && u !== null && "_tag" in u && u._tag === "AdmissionShed" && "reason" in u &&
+  typeof u.reason === "string"
 
 /**
  * Whether the answer to a failure is a 503: the database is unavailable, or the statement failed transiently.
@@ -71,7 +84,27 @@ export const isTemporary = (u: unknown): boolean => {
   return kind === "Unavailable" || kind === "Transient"
 }
 
+/**
+ * The least `Retry-After`, in whole seconds, that a shed request in `cause` asks for: an open circuit's
+ * remaining window (`retryAfterMillis`, rounded up, at most {@link RetryAfter.maxAllowedSeconds}); 0 when there
+ * is none. A 503 takes the larger of this and its policy's draw, so a client that honours `Retry-After` does
+ * not come back while the circuit would shed it anyway.
+ *
+ * @since 0.2.0
+ */
+export const shedRetryAfterSeconds = (cause: Cause.Cause<unknown>): number => {
+  let millis = 0
+  for (const reason of cause.reasons) {
+    const value = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
+    if (isShed(value) && "retryAfterMillis" in value && typeof value.retryAfterMillis === "number") {
+      millis = Math.max(millis, value.retryAfterMillis)
+    }
+  }
+  return Math.min(RetryAfter.maxAllowedSeconds, Math.ceil(millis / 1000))
+}
+
 const ofValue = (value: unknown): Classification | undefined => {
+  if (isShed(value)) return { kind: "Unavailable", reason: value.reason }
   const condition = Classify.conditionOf(value)
   switch (condition?.meaning) {
     case "unavailable":

@@ -97,7 +97,9 @@ export const respond = (
   Effect.gen(function*() {
     const classification = ErrorResponse.classify(cause)
     if (classification.kind === "Unavailable" || classification.kind === "Transient") {
-      const seconds = yield* RetryAfter.draw(options?.retryAfter ?? RetryAfter.defaultPolicy)
+      const drawn = yield* RetryAfter.draw(options?.retryAfter ?? RetryAfter.defaultPolicy)
+      // A request shed by an open circuit is told to wait at least until the circuit lets a probe through.
+      const seconds = Math.max(drawn, ErrorResponse.shedRetryAfterSeconds(cause))
       const request = yield* describeRequest
       yield* Effect.logDebug("database temporarily unavailable: answered 503").pipe(
         Effect.annotateLogs({
@@ -143,18 +145,19 @@ export const handle =
       ))
 
 /**
- * The tags of `@resilience/db-session`'s errors.
+ * The tags of `@resilience/db-session`'s errors, and of a request `@resilience/admission` shed.
  *
  * @since 0.1.0
  */
-export type DbErrorTag = DbError["_tag"]
+export type DbErrorTag = DbError["_tag"] | "AdmissionShed"
 
 /**
  * Turns the `@resilience/db-session` errors of an effect into defects, leaving its other errors typed. Use it in
  * `HttpApi` handlers, whose error channel only admits declared errors: a database error that the handler does
  * not answer itself is not part of the endpoint's contract, and {@link respond} (through
  * `ApiMiddleware.DatabaseErrors` or {@link layerRouter}) answers the defect: 503 for what db-session's table
- * calls unavailable or transient, opaque 500 for the rest, with the original error in the log.
+ * calls unavailable or transient and for a shed request, opaque 500 for the rest, with the original error in the
+ * log.
  *
  * @since 0.1.0
  */

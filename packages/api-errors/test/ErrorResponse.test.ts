@@ -60,6 +60,18 @@ describe("ErrorResponse.fromFailure", () => {
     assert.strictEqual(ErrorResponse.fromFailure(Cause.die("boom")).status, 500)
   })
 
+  it("a request the admission gate shed (matched by tag) is the same 503, its reason the kind", () => {
+    const shed = { _tag: "AdmissionShed", reason: "CircuitOpen" }
+    const response = ErrorResponse.fromFailure(shed)
+    assert.strictEqual(response.status, 503)
+    assert.strictEqual(response.headers["retry-after"], "1")
+    assert.deepStrictEqual(response.body, unavailableBody)
+    assert.strictEqual(ErrorResponse.fromFailure(Cause.die(shed)).status, 503)
+    assert.deepStrictEqual(ErrorResponse.classify(Cause.fail(shed)), { kind: "Unavailable", reason: "CircuitOpen" })
+    assert.isTrue(ErrorResponse.isDbError(shed))
+    assert.isFalse(ErrorResponse.isShed({ _tag: "DatabaseUnavailable", reason: "Saturated" }))
+  })
+
   it("classify tells the three kinds apart", () => {
     assert.deepStrictEqual(ErrorResponse.classify(saturated), { kind: "Unavailable", reason: "Saturated" })
     assert.deepStrictEqual(ErrorResponse.classify(Cause.fail(connectTimeout)), {

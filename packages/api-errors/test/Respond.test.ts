@@ -30,6 +30,20 @@ describe("HttpErrors.respond", () => {
       assert.strictEqual(native.attributes.get("http.retry_after"), 1)
     }).pipe(Effect.withSpan("request")))
 
+  it.effect("a request shed by an open circuit gets Retry-After of at least the rest of its window", () =>
+    Effect.gen(function*() {
+      const retryAfter = (cause: Cause.Cause<unknown>, seconds: number) =>
+        Effect.map(
+          HttpErrors.respond(cause, { retryAfter: RetryAfter.fixed(seconds) }),
+          (response) => Option.getOrThrow(response).headers["retry-after"]
+        )
+      const open = { _tag: "AdmissionShed", reason: "CircuitOpen", retryAfterMillis: 1_200 }
+      assert.strictEqual(yield* retryAfter(Cause.fail(open), 0), "2", "rounded up")
+      assert.strictEqual(yield* retryAfter(Cause.die(open), 1), "2")
+      assert.strictEqual(yield* retryAfter(Cause.fail(open), 5), "5", "the policy when it is longer")
+      assert.strictEqual(yield* retryAfter(Cause.fail({ _tag: "AdmissionShed", reason: "QueueTimeout" }), 0), "0")
+    }))
+
   it.effect("draws Retry-After from a range, per response", () =>
     Effect.gen(function*() {
       const retryAfter = yield* RetryAfter.make({ seconds: 1, maxSeconds: 5 })
