@@ -11,17 +11,15 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Cluster, Saturation } from "@resilience/local-postgres"
-import { CountingProxy } from "@resilience/test-db"
+import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
 const maxRequests = Number(process.env.BENCH_MAX_REQUESTS ?? 50_000)
 const maxConnections = 260
 const adminToken = "bench-admin-token-0123456789"
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url))
+const main = "apps/api/src/main.ts"
 
 interface PhaseResult {
   readonly name: string
@@ -82,28 +80,20 @@ const load = async (
 const startApi = (url: string, poolClass: "null" | "queue") =>
   Effect.gen(function*() {
     const port = yield* Cluster.freePort
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        spawn(process.execPath, ["--conditions=@resilience/source", main], {
-          env: {
-            PATH: process.env.PATH ?? "",
-            DATABASE_URL: url,
-            DB_SCHEMA: "bench",
-            DB_POOL_CLASS: poolClass,
-            API_PORT: String(port),
-            API_HOST: "127.0.0.1",
-            API_ADMIN_TOKEN: adminToken,
-            API_LOG_LEVEL: "Warn"
-          },
-          stdio: ["ignore", "inherit", "inherit"]
-        })
-      ),
-      (child) => Effect.sync(() => child.kill("SIGTERM"))
-    )
+    yield* EntryPoint.start(main, {
+      DATABASE_URL: url,
+      DB_SCHEMA: "bench",
+      DB_POOL_CLASS: poolClass,
+      API_PORT: String(port),
+      API_HOST: "127.0.0.1",
+      API_ADMIN_TOKEN: adminToken,
+      API_LOG_LEVEL: "Warn"
+    }, { output: "inherit", stopWith: "SIGTERM" })
     const baseUrl = `http://127.0.0.1:${port}`
     yield* Effect.promise(async () => {
       for (let i = 0; i < 300; i++) {
-        const up = await fetch(`${baseUrl}/healthz`).then((r) => r.ok, () => false)
+        // ready, not only alive: the schema is migrated in the background after the server listens
+        const up = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false)
         if (up) return
         await new Promise((resolve) => setTimeout(resolve, 100))
       }

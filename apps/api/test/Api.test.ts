@@ -11,10 +11,13 @@ import { adminToken, createWorkspace, request, start } from "./TestServer.ts"
 
 describe("apps/api over real HTTP, healthy database", () => {
   it.layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })((it) => {
-    const server = Effect.flatMap(Effect.service(TestDatabase), (db) => start({ url: db.url }))
-    /** The server and the token of a new workspace on it. */
-    const serverWithWorkspace = (name: string) =>
-      Effect.flatMap(server, (api) => Effect.map(createWorkspace(api, name), (token) => ({ api, token })))
+    /** A server on the suite's database (its `public` schema unless `schema` says otherwise). */
+    const serverOn = (options: { readonly schema?: string } = {}) =>
+      Effect.flatMap(Effect.service(TestDatabase), (db) => start({ url: db.url, ...options }))
+    const server = serverOn()
+    /** A server and the token of a new workspace on it. */
+    const serverWithWorkspace = (name: string, options: { readonly schema?: string } = {}) =>
+      Effect.flatMap(serverOn(options), (api) => Effect.map(createWorkspace(api, name), (token) => ({ api, token })))
 
     it.effect("health, readiness, metrics, docs and the OpenAPI document", () =>
       Effect.gen(function*() {
@@ -247,9 +250,7 @@ describe("apps/api over real HTTP, healthy database", () => {
       "round trip: create a workspace, post messages, run a deriver, read the representation",
       () =>
         Effect.gen(function*() {
-          const db = yield* TestDatabase
-          const api = yield* start({ url: db.url, schema: "roundtrip" })
-          const token = yield* createWorkspace(api, "acme")
+          const { api, token } = yield* serverWithWorkspace("acme", { schema: "roundtrip" })
           const posted = yield* request(api, "POST", "/v1/workspaces/acme/sessions/chat-1/messages", {
             token,
             body: {
@@ -268,6 +269,7 @@ describe("apps/api over real HTTP, healthy database", () => {
             pollingSleepMaxIntervalSeconds: 0.2,
             pollingStartupJitterSeconds: 0
           })
+          const db = yield* TestDatabase
           const deriverDb = yield* Layer.build(
             DbSession.layer({ url: db.url, connectTimeout: "2 seconds", poolClass: "null", poolSize: 4, driver: "pg" })
           )

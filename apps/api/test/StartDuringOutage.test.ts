@@ -4,7 +4,7 @@
  * they become ready by themselves, one of them having migrated the schema, and accept a write.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cluster, Saturation } from "@resilience/local-postgres"
+import { Saturation } from "@resilience/local-postgres"
 import { EntryPoint } from "@resilience/test-db"
 import { Effect } from "effect"
 import { adminToken, request } from "./TestServer.ts"
@@ -46,8 +46,7 @@ describe("processes started during an outage", () => {
     "stay up, answer 503 with Retry-After meanwhile, migrate once and serve after the release",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+        const { cluster, saturation } = yield* Effect.orDie(Saturation.startSaturated(6))
         assert.isAbove(saturation.held, 0)
         const common = { DATABASE_URL: cluster.url, DB_SCHEMA: "outage", DB_CONNECT_TIMEOUT_SECONDS: "1" }
         const api = "apps/api/src/main.ts"

@@ -9,12 +9,11 @@ import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
+import { EntryPoint } from "@resilience/test-db"
 import { Context, Effect, Layer, Logger, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { spawn } from "node:child_process"
 import { createServer, request as forward } from "node:http"
 import type { AddressInfo } from "node:net"
-import { fileURLToPath } from "node:url"
 
 export const adminToken = "client-test-admin-token-0123"
 
@@ -109,7 +108,7 @@ export const recordingProxy = (target: string) =>
     (proxy) => Effect.sync(proxy.close)
   )
 
-const apiMain = fileURLToPath(new URL("../../../apps/api/src/main.ts", import.meta.url))
+const apiMain = "apps/api/src/main.ts"
 
 /** The real API entry point as its own process on a free loopback port (stopped with the scope); its base URL. */
 export const spawnApi = (
@@ -117,23 +116,14 @@ export const spawnApi = (
 ) =>
   Effect.gen(function*() {
     const port = yield* Cluster.freePort
-    yield* Effect.acquireRelease(
-      Effect.sync(() =>
-        spawn(process.execPath, ["--conditions=@resilience/source", apiMain], {
-          env: {
-            PATH: process.env.PATH ?? "",
-            DATABASE_URL: options.url,
-            DB_SCHEMA: options.schema,
-            API_PORT: String(port),
-            API_HOST: "127.0.0.1",
-            API_ADMIN_TOKEN: adminToken,
-            API_LOG_LEVEL: "Error",
-            ...options.env
-          },
-          stdio: ["ignore", "inherit", "inherit"]
-        })
-      ),
-      (child) => Effect.sync(() => child.kill("SIGTERM"))
-    )
+    yield* EntryPoint.start(apiMain, {
+      DATABASE_URL: options.url,
+      DB_SCHEMA: options.schema,
+      API_PORT: String(port),
+      API_HOST: "127.0.0.1",
+      API_ADMIN_TOKEN: adminToken,
+      API_LOG_LEVEL: "Error",
+      ...options.env
+    }, { output: "inherit", stopWith: "SIGTERM" })
     return `http://127.0.0.1:${port}`
   })

@@ -3,6 +3,7 @@ import type { PollBackoff } from "@resilience/jitter"
 import fc from "fast-check"
 import * as Overload from "../src/Overload.ts"
 import * as Scheduling from "../src/Scheduling.ts"
+import * as Arbitraries from "./arbitraries.ts"
 
 const backoff = (ratio: number): PollBackoff.Settings => ({
   baseMillis: 1000,
@@ -136,11 +137,11 @@ describe("Overload (pure)", () => {
   it("every sleep lies in [1 - r, 1 + r] x max(schedule, floor)", () => {
     fc.assert(
       fc.property(
-        fc.double({ min: 0, max: 1, noNaN: true }),
-        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
-        fc.integer({ min: 1000, max: 30_000 }),
+        Arbitraries.ratio,
+        Arbitraries.draw,
+        Arbitraries.interval,
         fc.integer({ min: 0, max: 300_000 }),
-        fc.constantFrom<Scheduling.Outcome>("empty", "error", "busy"),
+        Arbitraries.sleepingOutcome,
         (ratio, u, current, floor, outcome) => {
           const { sleepMillis } = Overload.decide(
             settings,
@@ -151,8 +152,7 @@ describe("Overload (pure)", () => {
             "none",
             u
           )
-          const nominal = Math.max(outcome === "busy" ? 1000 : current, floor)
-          return sleepMillis >= (1 - ratio) * nominal - 1e-9 && sleepMillis <= (1 + ratio) * nominal + 1e-9
+          return Arbitraries.withinJitter(sleepMillis, ratio, Math.max(outcome === "busy" ? 1000 : current, floor))
         }
       )
     )

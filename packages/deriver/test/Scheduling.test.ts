@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import type { PollBackoff } from "@resilience/jitter"
 import fc from "fast-check"
 import * as Scheduling from "../src/Scheduling.ts"
+import * as Arbitraries from "./arbitraries.ts"
 
 const settings = (ratio: number, enabled = true): PollBackoff.Settings => ({
   baseMillis: 1000,
@@ -37,14 +38,13 @@ describe("Scheduling (pure)", () => {
   it("every jittered sleep lies in [1 - r, 1 + r] x the nominal interval", () => {
     fc.assert(
       fc.property(
-        fc.double({ min: 0, max: 1, noNaN: true }),
-        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
-        fc.integer({ min: 1000, max: 30_000 }),
-        fc.constantFrom<Scheduling.Outcome>("empty", "error", "busy"),
+        Arbitraries.ratio,
+        Arbitraries.draw,
+        Arbitraries.interval,
+        Arbitraries.sleepingOutcome,
         (ratio, u, current, outcome) => {
           const { sleepMillis } = Scheduling.decide(settings(ratio), { currentMillis: current }, outcome, u)
-          const nominal = outcome === "busy" ? 1000 : current
-          return sleepMillis >= (1 - ratio) * nominal - 1e-9 && sleepMillis <= (1 + ratio) * nominal + 1e-9
+          return Arbitraries.withinJitter(sleepMillis, ratio, outcome === "busy" ? 1000 : current)
         }
       )
     )

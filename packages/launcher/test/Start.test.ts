@@ -33,8 +33,7 @@ describe("the production entry points", () => {
     "npm start waits for a saturated database instead of dying, says what it waits for, is ready when it answers",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+        const { cluster, saturation } = yield* Effect.orDie(Saturation.startSaturated(6))
         const said: Array<string> = []
         const childLines: Array<string> = []
         const starting = yield* Effect.forkChild(

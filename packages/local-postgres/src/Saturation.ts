@@ -13,6 +13,8 @@
  */
 import { Data, Duration, Effect, Ref, type Scope } from "effect"
 import pg from "pg"
+import * as Cluster from "./Cluster.ts"
+import type { ServerStartFailed } from "./Process.ts"
 
 /** How a saturation is held. */
 export interface Options {
@@ -139,4 +141,20 @@ export const hold = (url: string, options: Options = {}): Effect.Effect<Saturate
     })
     // A saturation that fails lets go of what it opened at once, not when the caller's scope closes.
     return yield* Effect.tapError(saturate, () => Effect.orDie(release))
+  })
+
+/**
+ * A throw-away cluster with `maxConnections` slots, saturated from the start (for tests of what starts during an
+ * outage). Both end with the scope.
+ */
+export const startSaturated = (
+  maxConnections: number
+): Effect.Effect<
+  { readonly cluster: Cluster.Cluster; readonly saturation: Saturated },
+  ServerStartFailed | SaturationFailed,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const cluster = yield* Cluster.start({ maxConnections })
+    return { cluster, saturation: yield* hold(cluster.url) }
   })

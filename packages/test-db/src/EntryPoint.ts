@@ -28,21 +28,34 @@ export interface Running {
   readonly exited: Promise<Exit>
 }
 
+/** How to run it. */
+export interface Options {
+  /** `collect` (default): keep stdout and stderr for {@link Running.output}; `inherit`: show them (benchmarks). */
+  readonly output?: "collect" | "inherit"
+  /** The signal that stops it when the scope closes (default SIGKILL); SIGKILL follows after ten seconds. */
+  readonly stopWith?: NodeJS.Signals
+}
+
 /**
  * Starts `entry` (a path from the repository root) with `PATH`, `HOME` and `env` as its whole environment.
- * Killed with SIGKILL when the scope closes, if it is still running then.
+ * Stopped when the scope closes, if it is still running then.
  */
-export const start = (entry: string, env: Record<string, string>): Effect.Effect<Running, never, Scope.Scope> =>
+export const start = (
+  entry: string,
+  env: Record<string, string>,
+  options: Options = {}
+): Effect.Effect<Running, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync((): Running => {
+      const inherit = options.output === "inherit"
       const child = spawn(process.execPath, ["--conditions=@resilience/source", entry], {
         cwd: root,
         env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-        stdio: ["ignore", "pipe", "pipe"]
+        stdio: ["ignore", inherit ? "inherit" : "pipe", inherit ? "inherit" : "pipe"]
       })
       let output = ""
-      child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-      child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+      child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()))
+      child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()))
       let code: number | null | "running" = "running"
       const exited = new Promise<Exit>((resolve) =>
         child.on("exit", (exitCode, signal) => {
@@ -55,7 +68,9 @@ export const start = (entry: string, env: Record<string, string>): Effect.Effect
     (running) =>
       Effect.promise(async () => {
         if (running.exitCode() !== "running") return
-        running.child.kill("SIGKILL")
+        running.child.kill(options.stopWith ?? "SIGKILL")
+        const force = setTimeout(() => running.child.kill("SIGKILL"), 10_000)
         await running.exited
+        clearTimeout(force)
       })
   )
