@@ -1,10 +1,16 @@
 /**
  * A checked-out connection, valid inside the `withConnection` / `transaction` callback that received it.
+ *
+ * @since 0.1.0
  */
 import type { Effect } from "effect"
 import type { DatabaseUnavailable, QueryFailed } from "./Errors.ts"
 
-/** A checked-out connection. */
+/**
+ * A checked-out connection.
+ *
+ * @since 0.1.0
+ */
 export interface Connection {
   /**
    * Runs one statement with `$1`, `$2`, … placeholders (for both drivers) and returns its rows. A statement the

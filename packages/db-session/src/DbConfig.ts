@@ -1,12 +1,18 @@
 /**
  * The session's settings: the options of `DbSession.layer`, and the environment variables that
  * `DbSession.layerConfig` reads them from (names follow the reference service).
+ *
+ * @since 0.1.0
  */
 import { Config, Duration, type Redacted, Schema } from "effect"
 import type { DriverName } from "./Driver.ts"
 import type { PoolClass } from "./Pool.ts"
 
-/** How to reach the database and how to pool. */
+/**
+ * How to reach the database and how to pool.
+ *
+ * @since 0.1.0
+ */
 export interface Options {
   /** Connection string; kept redacted in logs when given as `Redacted`. */
   readonly url: Redacted.Redacted<string> | string
@@ -30,7 +36,11 @@ const positive = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanO
 const statementSeconds = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(86_400))
 const poolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))
 
-/** The environment variables of {@link DbSession.layerConfig}, parsed and validated. */
+/**
+ * The environment variables of {@link DbSession.layerConfig}, parsed and validated.
+ *
+ * @since 0.1.0
+ */
 export const config: Config.Config<Options> = Config.all({
   url: Config.Redacted("DATABASE_URL"),
   connectTimeout: Config.schema(positive, "DB_CONNECT_TIMEOUT_SECONDS").pipe(

@@ -2,6 +2,8 @@
  * The database session service: scoped, single-attempt checkouts with a bounded connect timeout, typed
  * failures, acquisition metrics and a span per acquisition. Nothing here tries a second time; the caller
  * decides (the deriver backs off, the API answers 503).
+ *
+ * @since 0.1.0
  */
 import { Clock, type Config, Context, Duration, Effect, Exit, Layer, Metric, Redacted } from "effect"
 import * as Classify from "./Classify.ts"
@@ -14,7 +16,11 @@ import * as PgDriver from "./PgDriver.ts"
 import * as Pool from "./Pool.ts"
 import * as PostgresDriver from "./PostgresDriver.ts"
 
-/** The service. Every method is one checkout; the connection is released on success, failure and interruption. */
+/**
+ * The service. Every method is one checkout; the connection is released on success, failure and interruption.
+ *
+ * @since 0.1.0
+ */
 export class DbSession extends Context.Service<DbSession, {
   /** Runs `f` with one checked-out connection. */
   readonly withConnection: <A, E, R>(
@@ -48,7 +54,11 @@ export class DbSession extends Context.Service<DbSession, {
   )
 }
 
-/** The driver for a name. */
+/**
+ * The driver for a name.
+ *
+ * @since 0.1.0
+ */
 export const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.driver : PostgresDriver.driver
 
 /** The client-side statement deadline passed: `STATEMENT_TIMEOUT`, transient in the table. */
@@ -62,7 +72,11 @@ const statementTimedOut = (deadlineMillis: number) =>
 
 const invalid = (message: string) => Effect.die(new Error(`@resilience/db-session: ${message}`))
 
-/** Builds the service; the pool (and its idle connections) lives as long as the surrounding scope. */
+/**
+ * Builds the service; the pool (and its idle connections) lives as long as the surrounding scope.
+ *
+ * @since 0.1.0
+ */
 export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   const connectTimeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout))
   if (!(connectTimeoutMillis > 0) || !Number.isFinite(connectTimeoutMillis)) {

@@ -1,19 +1,31 @@
 /**
  * The seam between the session and a client library: one physical connection, opened by exactly one
  * attempt, that runs statements and can be closed. `pg` and postgres.js each implement it.
+ *
+ * @since 0.1.0
  */
 import type { Effect } from "effect"
 
 /**
  * TCP keepalive on every connection: the first probe after this long without traffic, so a peer that died
  * without closing (a failed-over host, a dropped NAT entry) is noticed by the operating system.
+ *
+ * @since 0.2.0
  */
 export const keepAliveInitialDelayMillis = 10_000
 
-/** Which client library opens the connections. */
+/**
+ * Which client library opens the connections.
+ *
+ * @since 0.1.0
+ */
 export type DriverName = "pg" | "postgres"
 
-/** How to open one connection. */
+/**
+ * How to open one connection.
+ *
+ * @since 0.1.0
+ */
 export interface ConnectOptions {
   readonly url: string
   /** Bound on the attempt; also handed to the driver's own timer, so a stalled socket is closed either way. */
@@ -21,7 +33,11 @@ export interface ConnectOptions {
   readonly applicationName: string
 }
 
-/** One open connection. Its errors are the driver's own; the session classifies them. */
+/**
+ * One open connection. Its errors are the driver's own; the session classifies them.
+ *
+ * @since 0.1.0
+ */
 export interface RawConnection {
   /**
    * Runs one statement (`$1`, `$2` placeholders). Interrupting it destroys the connection: a statement that
@@ -41,7 +57,11 @@ export interface RawConnection {
   readonly close: Effect.Effect<void>
 }
 
-/** A client library behind the session. */
+/**
+ * A client library behind the session.
+ *
+ * @since 0.1.0
+ */
 export interface Driver {
   readonly name: DriverName
   /**

@@ -1,10 +1,16 @@
 /**
  * The typed failures of a checkout or a statement: unavailable (try again later), misconfigured (no later
  * attempt can help), or a statement that the server rejected on a live connection.
+ *
+ * @since 0.1.0
  */
 import { Schema } from "effect"
 
-/** Why the database is unavailable right now; in every case "try again later" is the right answer. */
+/**
+ * Why the database is unavailable right now; in every case "try again later" is the right answer.
+ *
+ * @since 0.1.0
+ */
 export const UnavailableReason = Schema.Literals([
   "Saturated",
   "ConnectTimeout",
@@ -12,13 +18,19 @@ export const UnavailableReason = Schema.Literals([
   "NotAcceptingConnections"
 ])
 
-/** Why the database is unavailable right now. */
+/**
+ * Why the database is unavailable right now.
+ *
+ * @since 0.1.0
+ */
 export type UnavailableReason = typeof UnavailableReason.Type
 
 /**
  * The database cannot serve this checkout now: the server or its pooler is full (`Saturated`), the single
  * attempt ran out of time (`ConnectTimeout`), nothing answered (`Unreachable`), or the server refuses sessions
  * while it starts, stops or recovers (`NotAcceptingConnections`). API → 503; deriver → back off.
+ *
+ * @since 0.1.0
  */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
   reason: UnavailableReason,
@@ -33,6 +45,8 @@ export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>
 /**
  * The database rejected this configuration (bad password, unknown database or role, no permission to
  * connect): no later attempt can succeed until someone changes a setting. API → 500; deriver → log loudly.
+ *
+ * @since 0.1.0
  */
 export class DatabaseMisconfigured extends Schema.TaggedError<DatabaseMisconfigured>()("DatabaseMisconfigured", {
   code: Schema.UndefinedOr(Schema.String),
@@ -40,14 +54,26 @@ export class DatabaseMisconfigured extends Schema.TaggedError<DatabaseMisconfigu
   elapsedMillis: Schema.Number
 }) {}
 
-/** A statement failed on a live connection (constraint violation, syntax error, …); `code` is its SQLSTATE. */
+/**
+ * A statement failed on a live connection (constraint violation, syntax error, …); `code` is its SQLSTATE.
+ *
+ * @since 0.1.0
+ */
 export class QueryFailed extends Schema.TaggedError<QueryFailed>()("QueryFailed", {
   code: Schema.UndefinedOr(Schema.String),
   message: Schema.String
 }) {}
 
-/** Every failure that a checkout or a statement can produce. */
+/**
+ * Every failure that a checkout or a statement can produce.
+ *
+ * @since 0.1.0
+ */
 export type DbError = DatabaseUnavailable | DatabaseMisconfigured | QueryFailed
 
-/** A failure of the checkout itself (before the caller's code runs). */
+/**
+ * A failure of the checkout itself (before the caller's code runs).
+ *
+ * @since 0.1.0
+ */
 export type CheckoutError = DatabaseUnavailable | DatabaseMisconfigured

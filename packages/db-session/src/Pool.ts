@@ -3,6 +3,8 @@
  * deployments behind Supavisor or PgBouncer, which do the pooling). `queue`: an in-process pool of at most
  * `poolSize` connections; waiting for a free slot shares the checkout's connect timeout, and running out of it
  * is `Saturated`. Either way a checkout makes at most one connection attempt, and nothing here knocks twice.
+ *
+ * @since 0.1.0
  */
 import { Effect, Semaphore } from "effect"
 import type { Scope } from "effect"
@@ -10,10 +12,18 @@ import * as Classify from "./Classify.ts"
 import type { Driver, RawConnection } from "./Driver.ts"
 import type { CheckoutError } from "./Errors.ts"
 
-/** `null`: a fresh connection per checkout; `queue`: an in-process pool. */
+/**
+ * `null`: a fresh connection per checkout; `queue`: an in-process pool.
+ *
+ * @since 0.1.0
+ */
 export type PoolClass = "null" | "queue"
 
-/** What a pool needs to open connections. */
+/**
+ * What a pool needs to open connections.
+ *
+ * @since 0.1.0
+ */
 export interface PoolOptions {
   readonly driver: Driver
   readonly url: string
@@ -23,7 +33,11 @@ export interface PoolOptions {
   readonly poolSize: number
 }
 
-/** A source of connections. */
+/**
+ * A source of connections.
+ *
+ * @since 0.1.0
+ */
 export interface Pool {
   /**
    * One checkout: a connection that belongs to the current scope and is returned (or closed) when the scope
@@ -121,6 +135,10 @@ const makeQueue = Effect.fnUntraced(function*(options: PoolOptions) {
   return { checkout } satisfies Pool
 })
 
-/** The pool for `options.poolClass`; a `queue` pool closes its idle connections when the scope closes. */
+/**
+ * The pool for `options.poolClass`; a `queue` pool closes its idle connections when the scope closes.
+ *
+ * @since 0.1.0
+ */
 export const make = (options: PoolOptions): Effect.Effect<Pool, never, Scope.Scope> =>
   options.poolClass === "null" ? Effect.succeed(makeNull(options)) : makeQueue(options)

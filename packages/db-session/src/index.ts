@@ -1,10 +1,68 @@
-/** Single-attempt database checkouts with a bounded connect timeout and typed unavailability errors. */
+/**
+ * Single-attempt database checkouts with a bounded connect timeout and typed unavailability errors.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * What a database failure means: the table and the guards every other package asks.
+ *
+ * @since 0.1.0
+ */
 export * as Classify from "./Classify.ts"
+
+/**
+ * A checked-out connection.
+ *
+ * @since 0.1.0
+ */
 export type { Connection } from "./Connection.ts"
+
+/**
+ * The session's options and their environment variables.
+ *
+ * @since 0.1.0
+ */
 export * as DbConfig from "./DbConfig.ts"
+
+/**
+ * The session service.
+ *
+ * @since 0.1.0
+ */
 export { DbSession } from "./DbSession.ts"
+
+/**
+ * The seam between the session and a client library.
+ *
+ * @since 0.1.0
+ */
 export type * as Driver from "./Driver.ts"
+
+/**
+ * The typed failures (`DatabaseUnavailable`, `DatabaseMisconfigured`, `QueryFailed`).
+ *
+ * @since 0.1.0
+ */
 export * from "./Errors.ts"
+
+/**
+ * The typed failures as a namespace.
+ *
+ * @since 0.1.0
+ */
 export * as Errors from "./Errors.ts"
+
+/**
+ * Acquisition metrics.
+ *
+ * @since 0.1.0
+ */
 export * as Metrics from "./Metrics.ts"
+
+/**
+ * The two pool classes: a fresh connection per checkout (`null`) or an in-process pool (`queue`).
+ *
+ * @since 0.1.0
+ */
 export * as Pool from "./Pool.ts"
