@@ -4,7 +4,8 @@
  *
  * An AIMD limit on concurrent checkouts, as TCP does on its window: it starts at `maxLimit` (the workers plus
  * the poller). An unavailable checkout halves it (at least 1) and holds it there until a probe time drawn
- * from the shared jittered back-off (base, ×multiplier, capped); a success after that time raises it by one.
+ * from the shared jittered back-off (base, ×multiplier, capped); a success after that time raises it by one
+ * (the back-off keeps growing across failed probes until the limit is back at its maximum).
  * While the limit is above what the server accepts, the checkouts beyond it are the ones that need a new
  * connection: an in-process pool that still holds connections keeps working on them at the lowered limit,
  * and asks for a new connection only once per probe time. An unavailable checkout at limit 1 (nothing
@@ -83,20 +84,24 @@ export const headroom = (state: State, now: number): number =>
 export const started = (state: State): State => ({ ...state, inFlight: state.inFlight + 1 })
 
 /**
- * A checkout ended without an unavailability: additive increase (by one) once the probe time has passed;
- * the probe back-off resets when the limit grew past the level where it last failed.
+ * A checkout ended without an unavailability: additive increase (by one) once the probe time has passed. The
+ * probe back-off is not reset by the growth itself (a success may have used a kept connection, not a new
+ * one): only when the limit is back at its maximum, or when a checkout succeeds after a block (nothing
+ * worked, so this one needed a new connection, and got it).
  *
  * @since 0.2.0
  */
 export const succeeded = (state: State, backoff: PollBackoff.Settings, now: number): State => {
   const inFlight = state.inFlight - 1
-  if (now < state.growAfter || state.limit >= state.maxLimit) return { ...state, inFlight, blockedUntil: 0 }
+  const probe = state.blockedUntil > 0 ? PollBackoff.initial(backoff) : state.probe
+  if (now < state.growAfter || state.limit >= state.maxLimit) return { ...state, inFlight, blockedUntil: 0, probe }
+  const limit = Math.min(state.maxLimit, Math.floor(state.limit) + 1)
   return {
     ...state,
     inFlight,
     blockedUntil: 0,
-    limit: Math.min(state.maxLimit, Math.floor(state.limit) + 1),
-    probe: PollBackoff.initial(backoff)
+    limit,
+    probe: limit >= state.maxLimit ? PollBackoff.initial(backoff) : probe
   }
 }
 
@@ -109,26 +114,33 @@ export const interrupted = (state: State): State => ({ ...state, inFlight: state
 
 /**
  * A checkout found the database unavailable: multiplicative decrease (halve, at least 1) and no growth
- * before the next probe time `now + jitter(probe)`; at limit 1 (nothing works) every checkout waits for that
- * time. The probe back-off steps once per failed probe, not once per failed checkout (a burst of failures
- * of checkouts that were already running counts once).
+ * before the next probe time `now + jitter(probe)`. The probe back-off steps once per failed probe, not once
+ * per failed checkout (a burst of failures of checkouts that were already running counts once). A checkout
+ * that started at limit 1 and failed means nothing works: every checkout then waits for the probe time.
  *
  * @since 0.2.0
  */
-export const unavailable = (state: State, backoff: PollBackoff.Settings, now: number, u: number): State => {
+export const unavailable = (
+  state: State,
+  backoff: PollBackoff.Settings,
+  now: number,
+  u: number,
+  startedAtLimit: number = state.limit
+): State => {
   const inFlight = state.inFlight - 1
+  const limit = Math.max(1, Math.floor(state.limit / 2))
+  const alone = Math.floor(startedAtLimit) <= 1
   if (now < state.growAfter) {
-    // Already backing off: this checkout started before the last failure was known.
-    return { ...state, inFlight, limit: Math.max(1, Math.floor(state.limit / 2)) }
+    // Already backing off: the probe time stands.
+    return { ...state, inFlight, limit, blockedUntil: alone ? state.growAfter : state.blockedUntil }
   }
   const probeAt = now + PollBackoff.sleepFrom(state.probe, backoff, u)
-  const limit = Math.max(1, Math.floor(state.limit / 2))
   return {
     ...state,
     inFlight,
     limit,
     growAfter: probeAt,
-    blockedUntil: state.limit <= 1 ? probeAt : state.blockedUntil,
+    blockedUntil: alone ? probeAt : state.blockedUntil,
     probe: PollBackoff.step(state.probe, backoff)
   }
 }
@@ -186,12 +198,13 @@ export const make = (options: {
         )
       })
 
+    /** Waits for a permit; returns the limit in force when the checkout started. */
     const acquire = Effect.gen(function*() {
       while (true) {
         const now = yield* Clock.currentTimeMillis
         if (canStart(state, now)) {
           state = started(state)
-          return
+          return state.limit
         }
         const wake = changed
         if (isBlocked(state, now)) {
@@ -202,14 +215,14 @@ export const make = (options: {
       }
     })
 
-    const settle = <A, E>(exit: Exit.Exit<A, E>) =>
+    const settle = <A, E>(exit: Exit.Exit<A, E>, startedAtLimit: number) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
         if (Exit.isSuccess(exit)) return yield* update(succeeded(state, backoff, now))
         const error = Cause.findErrorOption(exit.cause)
         if (Option.isSome(error) && options.isUnavailable(error.value)) {
           const u = backoff.ratio === 0 ? 0 : yield* Random.next
-          return yield* update(unavailable(state, backoff, now, u))
+          return yield* update(unavailable(state, backoff, now, u, startedAtLimit))
         }
         return yield* update(
           Cause.hasInterruptsOnly(exit.cause) ? interrupted(state) : succeeded(state, backoff, now)
@@ -220,7 +233,9 @@ export const make = (options: {
     // taken, its release is guaranteed.
     const run = <A, E, R>(checkout: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.uninterruptibleMask((restore) =>
-        restore(acquire).pipe(Effect.andThen(restore(checkout).pipe(Effect.onExit(settle))))
+        restore(acquire).pipe(
+          Effect.flatMap((limit) => restore(checkout).pipe(Effect.onExit((exit) => settle(exit, limit))))
+        )
       )
 
     const runNow = <A, E, R>(checkout: Effect.Effect<A, E, R>): Effect.Effect<A, E | GateFull, R> =>
@@ -229,7 +244,8 @@ export const make = (options: {
           const now = yield* Clock.currentTimeMillis
           if (!canStart(state, now)) return yield* new GateFull()
           state = started(state)
-          return yield* restore(checkout).pipe(Effect.onExit(settle))
+          const limit = state.limit
+          return yield* restore(checkout).pipe(Effect.onExit((exit) => settle(exit, limit)))
         })
       )
 

@@ -4,11 +4,11 @@ import * as CheckoutGate from "../src/CheckoutGate.ts"
 
 const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0 }
 
-/** `n` checkouts start, then all fail as unavailable at `now`. */
+/** `n` checkouts start (at the current limit), then all fail as unavailable at `now`. */
 const failAll = (state: CheckoutGate.State, n: number, now: number) => {
   let next = state
   for (let i = 0; i < n; i++) next = CheckoutGate.started(next)
-  for (let i = 0; i < n; i++) next = CheckoutGate.unavailable(next, backoff, now, 0.5)
+  for (let i = 0; i < n; i++) next = CheckoutGate.unavailable(next, backoff, now, 0.5, state.limit)
   return next
 }
 
@@ -24,23 +24,29 @@ describe("CheckoutGate (pure)", () => {
   })
 
   it("successes on the kept connection do not raise the limit before the probe time; after it, by one", () => {
-    let state = failAll(CheckoutGate.initial(9, backoff), 9, 0)
+    let state = failAll(CheckoutGate.initial(3, backoff), 3, 0)
     state = CheckoutGate.succeeded(CheckoutGate.started(state), backoff, 500)
     assert.strictEqual(state.limit, 1)
     state = CheckoutGate.succeeded(CheckoutGate.started(state), backoff, 1000)
     assert.strictEqual(state.limit, 2)
-    assert.strictEqual(state.probe.currentMillis, 1000, "growth resets the probe back-off")
+    assert.strictEqual(state.probe.currentMillis, 2000, "growth alone does not reset the probe back-off")
+    state = CheckoutGate.succeeded(CheckoutGate.started(state), backoff, 1100)
+    assert.strictEqual(state.limit, 3)
+    assert.strictEqual(state.probe.currentMillis, 1000, "back at the maximum: reset")
   })
 
-  it("a refused probe lowers the limit again and doubles the wait for the next one", () => {
-    let state = failAll(CheckoutGate.initial(9, backoff), 9, 0)
-    state = CheckoutGate.succeeded(CheckoutGate.started(state), backoff, 1000) // limit 2, probe reset
-    state = failAll(state, 1, 1200)
-    assert.strictEqual(state.limit, 1)
-    assert.strictEqual(state.growAfter, 2200)
-    state = CheckoutGate.succeeded(CheckoutGate.started(state), backoff, 2200) // limit 2
-    state = failAll(state, 1, 2300)
-    assert.strictEqual(state.growAfter, 2300 + 1000)
+  it("refused probes lower the limit again and double the wait for the next one", () => {
+    let state = failAll(CheckoutGate.initial(9, backoff), 9, 0) // next probe at 1 s
+    const probes: Array<number> = []
+    for (let i = 0; i < 5; i++) {
+      const at = state.growAfter
+      probes.push(at)
+      state = CheckoutGate.succeeded(CheckoutGate.started(state), backoff, at) // the kept connection: limit 2
+      assert.strictEqual(state.limit, 2)
+      state = failAll(state, 1, at) // the second checkout needs a new connection: refused
+      assert.strictEqual(state.limit, 1)
+    }
+    assert.deepStrictEqual(probes, [1000, 3000, 7000, 15_000, 31_000], "one probe per back-off interval")
   })
 
   it("refused at limit 1 (nothing works): every checkout waits for the probe time, then one goes", () => {
@@ -54,6 +60,14 @@ describe("CheckoutGate (pure)", () => {
     assert.isFalse(CheckoutGate.canStart(state, 3000), "one at a time")
     state = CheckoutGate.succeeded(state, backoff, 3100)
     assert.isFalse(CheckoutGate.isBlocked(state, 3100))
+  })
+
+  it("at limit 1 before the probe time: the lone checkout fails, so every checkout waits for the probe", () => {
+    let state = failAll(CheckoutGate.initial(9, backoff), 9, 0) // limit 1, next probe at 1 s, not blocked
+    assert.isTrue(CheckoutGate.canStart(state, 200))
+    state = CheckoutGate.unavailable(CheckoutGate.started(state), backoff, 200, 0.5, 1)
+    assert.isTrue(CheckoutGate.isBlocked(state, 999))
+    assert.isTrue(CheckoutGate.canStart(state, 1000))
   })
 
   it("an interrupted checkout tells nothing: the limit stays", () => {
