@@ -91,7 +91,7 @@ export const measure = (options: { readonly auth: Auth; readonly samples: number
       maxClientConn: 1,
       poolSize: 1,
       poolMode: "transaction",
-      settings: { auth_type: options.auth }
+      settings: yield* Pooler.authSettings(parts.cluster, options.auth)
     })
     yield* Pooler.client(full.url, "lab-calibration-holder")
     const refused = yield* timed(full.pid, connections(full.url, samples, 8))

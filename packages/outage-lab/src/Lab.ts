@@ -25,6 +25,12 @@ export interface LabFigures {
   readonly secondsAtClientLimit: number
   /** Peak clients waiting for a server connection. */
   readonly peakClientsWaiting: number
+  /**
+   * Seconds from the trigger's end to the first second with no client waiting for a server and no refusal:
+   * when the staircase has drained (`null`: not within the horizon). The summary's `recoverySeconds` is the
+   * simulator's stricter "back under the backend ceiling for good".
+   */
+  readonly drainedSeconds: number | null
   readonly apiArrived: number
   readonly apiServed: number
   readonly apiFailed: number
@@ -155,8 +161,14 @@ export const run = (
     for (let s = 0; s < settings.horizonSeconds; s++) {
       if (extra.clientsTotal[s]! >= settings.maxClientConn || series.rejections[s]! > 0) atLimit++
     }
+    const end = Math.ceil(triggerEndSeconds(settings))
+    let drained: number | null = null
+    for (let s = end; s < settings.horizonSeconds && drained === null; s++) {
+      if (extra.clientsWaiting[s] === 0 && series.rejections[s] === 0) drained = s - end
+    }
     const lab: LabFigures = {
       secondsAtClientLimit: atLimit,
+      drainedSeconds: drained,
       peakClientsWaiting: Math.max(0, ...extra.clientsWaiting),
       apiArrived: counters.apiArrived,
       apiServed: counters.apiServed,

@@ -4,12 +4,13 @@
  * its admin console open to the lab. Both stop, and their directories are deleted, when the scope closes;
  * both die with the lab's process even if it is killed (local-postgres's `setpriv --pdeathsig` and orphan reaping).
  */
-import { Cluster } from "@resilience/local-postgres"
+import { Cluster, Orphans } from "@resilience/local-postgres"
 import { PgBouncer } from "@resilience/test-db"
 import { Effect } from "effect"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import pg from "pg"
-import type { Settings } from "./Settings.ts"
+import type { Auth, Settings } from "./Settings.ts"
 
 /** The running parts. */
 export interface Parts {
@@ -20,6 +21,27 @@ export interface Parts {
   /** PgBouncer's admin console (`SHOW POOLS`, `SHOW STATS`). */
   readonly adminUrl: string
 }
+
+/**
+ * PgBouncer's settings for an auth method. For `scram-verifier` the auth file holds the superuser's SCRAM
+ * verifier read from `pg_authid` (written to a directory of its own, deleted with the scope).
+ */
+export const authSettings = (cluster: Cluster.Cluster, auth: Auth) =>
+  Effect.gen(function*() {
+    if (auth !== "scram-verifier") return { auth_type: auth }
+    const directory = yield* Effect.acquireRelease(
+      Effect.sync(() => Orphans.makeDirectory("lab-auth")),
+      (d) => Effect.sync(() => Orphans.remove(d))
+    )
+    const direct = yield* client(cluster.url, "lab-auth")
+    const verifier = yield* Effect.tryPromise({
+      try: () => direct.query<{ v: string }>("SELECT rolpassword AS v FROM pg_authid WHERE rolname = current_user"),
+      catch: (cause) => new Error(`cannot read the SCRAM verifier: ${String(cause)}`)
+    })
+    const file = join(directory, "userlist.txt")
+    writeFileSync(file, `"${cluster.user}" "${verifier.rows[0]?.v ?? ""}"\n`, { mode: 0o644 })
+    return { auth_type: "scram-sha-256", auth_file: file }
+  })
 
 /** Starts the cluster and the pooler in the current scope. */
 export const start = (
@@ -33,7 +55,7 @@ export const start = (
       poolSize: settings.poolSize,
       poolMode: "transaction",
       queryWaitTimeout: settings.queryWaitTimeoutSeconds,
-      settings: { admin_users: cluster.user, auth_type: settings.auth }
+      settings: { admin_users: cluster.user, ...(yield* authSettings(cluster, settings.auth)) }
     })
     return {
       cluster,

@@ -12,8 +12,16 @@ export type Trigger = "stall" | "restart"
 /** The triggers. */
 export const triggers: ReadonlyArray<Trigger> = ["stall", "restart"]
 
-/** How PgBouncer authenticates its clients: `plain` is cheap; `scram-sha-256` costs a PBKDF2 per login. */
-export type Auth = "plain" | "scram-sha-256"
+/**
+ * How PgBouncer authenticates its clients: `plain` (cleartext password, the cheapest); `scram-sha-256` with the
+ * password in its auth file (PgBouncer derives the salted password, a 4096-round PBKDF2, on every login);
+ * `scram-verifier`, SCRAM against the verifier PostgreSQL stores (as `auth_query` from `pg_authid` gives it:
+ * no PBKDF2 on the pooler's side, the client still runs one).
+ */
+export type Auth = "plain" | "scram-sha-256" | "scram-verifier"
+
+/** The auth methods. */
+export const auths: ReadonlyArray<Auth> = ["plain", "scram-sha-256", "scram-verifier"]
 
 /** Everything one run needs. */
 export interface Settings {
@@ -55,7 +63,7 @@ export const defaults: Settings = {
   derivers: 200,
   maxConnections: 40,
   maxClientConn: 300,
-  poolSize: 10,
+  poolSize: 20,
   queryWaitTimeoutSeconds: 120,
   auth: "plain",
   apiRps: 100,
@@ -86,7 +94,7 @@ export const validate = (settings: Settings): Effect.Effect<Settings, Options.In
     const s = settings
     yield* check(Model.policies.includes(s.policy), "policy", s.policy, `one of ${Model.policies.join(", ")}`)
     yield* check(triggers.includes(s.trigger), "trigger", s.trigger, `one of ${triggers.join(", ")}`)
-    yield* check(s.auth === "plain" || s.auth === "scram-sha-256", "auth", s.auth, "plain or scram-sha-256")
+    yield* check(auths.includes(s.auth), "auth", s.auth, `one of ${auths.join(", ")}`)
     yield* check(integer(s.derivers, 1) && s.derivers <= 2000, "derivers", s.derivers, "an integer in [1, 2000]")
     yield* check(integer(s.poolSize, 1), "pool-size", s.poolSize, "an integer >= 1")
     yield* check(
@@ -131,4 +139,51 @@ export const validate = (settings: Settings): Effect.Effect<Settings, Options.In
       `an integer in (${triggerEndSeconds(s)}, 3600]: after the trigger's end`
     )
     return s
+  })
+
+/** The numeric settings by flag name, for `sweep`'s configurations (`api-rps=200,pool-size=4`). */
+export const numericFlags = {
+  "derivers": "derivers",
+  "max-connections": "maxConnections",
+  "max-client-conn": "maxClientConn",
+  "pool-size": "poolSize",
+  "query-wait-timeout": "queryWaitTimeoutSeconds",
+  "api-rps": "apiRps",
+  "api-query-ms": "apiQueryMillis",
+  "trigger-at": "triggerAtSeconds",
+  "stall-seconds": "stallSeconds",
+  "horizon": "horizonSeconds",
+  "base-interval": "baseIntervalSeconds",
+  "max-interval": "maxIntervalSeconds",
+  "connect-timeout": "connectTimeoutSeconds"
+} as const satisfies Record<string, keyof Settings>
+
+/**
+ * Applies one configuration, `flag=value` pairs separated by commas (`auth=scram-sha-256,api-rps=200`), to
+ * `base`; an unknown flag or a value that is not a number stops with the flags allowed.
+ */
+export const withConfiguration = (base: Settings, configuration: string) =>
+  Effect.gen(function*() {
+    let settings: Settings = base
+    for (const pair of configuration.split(",").map((p) => p.trim()).filter((p) => p.length > 0)) {
+      const [flag = "", value = ""] = pair.split("=").map((p) => p.trim())
+      if (flag === "auth" || flag === "trigger") {
+        settings = { ...settings, [flag]: value }
+        continue
+      }
+      const field = (numericFlags as Record<string, keyof Settings>)[flag]
+      const number = Number(value)
+      if (field === undefined) {
+        return yield* new Options.InvalidOption({
+          option: "configs",
+          value: pair,
+          allowed: `flag=value with a flag among auth, trigger, ${Object.keys(numericFlags).join(", ")}`
+        })
+      }
+      if (value === "" || !Number.isFinite(number)) {
+        return yield* new Options.InvalidOption({ option: flag, value, allowed: "a number" })
+      }
+      settings = { ...settings, [field]: number }
+    }
+    return yield* validate(settings)
   })

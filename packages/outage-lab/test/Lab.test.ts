@@ -62,8 +62,8 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
       assert.isBelow(result.seconds, horizon + 90)
       const document = JSON.parse(readFileSync(json, "utf8")) as {
         pids: { postgres: number; pgbouncer: number }
-        summary: { rejections: number; peakClientConnections: number }
-        lab: { secondsAtClientLimit: number; failures: Record<string, number>; sampleRate: number }
+        summary: { rejections: number; peakClientConnections: number; connectionAttempts: number; polls: number }
+        lab: { secondsAtClientLimit: number; failures: Record<string, number>; sampleRate: number; apiArrived: number }
         series: { clientConnections: Array<number> }
       }
       rmSync(directory, { recursive: true, force: true })
@@ -71,6 +71,8 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
       assert.isAbove(document.summary.rejections, 0)
       assert.isAbove(document.lab.failures["api:checkout:Saturated"] ?? 0, 0)
       assert.isAbove(document.lab.secondsAtClientLimit, 0)
+      // and the baseline's removed loop tried refused checkouts again: more attempts than requests and polls
+      assert.isAbove(document.summary.connectionAttempts, document.lab.apiArrived + document.summary.polls)
       assert.strictEqual(document.series.clientConnections.length, horizon)
       assert.isAbove(document.lab.sampleRate, 3)
       // nothing left behind: both servers gone, no server directory owned by the run

@@ -14,6 +14,7 @@ import * as LabReport from "../LabReport.ts"
 import * as Settings from "../Settings.ts"
 import * as SimCompare from "../SimCompare.ts"
 import type * as SimParams from "../SimParams.ts"
+import * as Sweep from "../Sweep.ts"
 
 const d = Settings.defaults
 const num = (name: string, fallback: number, description: string) =>
@@ -29,7 +30,7 @@ const settingFlags = {
   maxClientConn: num("max-client-conn", d.maxClientConn, "PgBouncer max_client_conn (the client limit)"),
   poolSize: num("pool-size", d.poolSize, "PgBouncer default_pool_size (the backend ceiling)"),
   queryWaitTimeout: num("query-wait-timeout", d.queryWaitTimeoutSeconds, "PgBouncer query_wait_timeout, seconds"),
-  auth: Flag.Literals("auth", ["plain", "scram-sha-256"] as const).pipe(
+  auth: Flag.Literals("auth", Settings.auths).pipe(
     Flag.withDescription("PgBouncer auth_type for clients"),
     Flag.withDefault(d.auth)
   ),
@@ -124,28 +125,36 @@ const calibrate = Command.make(
   })
 ).pipe(Command.withDescription("Measure PgBouncer's cost per accepted and refused connection and per transaction"))
 
+/** The policies named in `--policies`, each checked. */
+const policiesOf = (input: SettingInput, list: string) =>
+  Effect.forEach(
+    list.split(",").map((p) => p.trim()),
+    (name) => Effect.map(Settings.validate(toSettings(input, name as Model.Policy)), (s) => s.policy)
+  )
+
+/** The simulator's costs for an auth method: measured here, or the simulator's defaults with `samples` 0. */
+const costsFor = (auth: Settings.Auth, samples: number) =>
+  samples === 0
+    ? Effect.succeed({ ...Calibration.simulatorDefaults, claimMillis: 1, measured: false })
+    : Effect.map(Calibration.measure({ auth, samples }), (c) => ({ ...c, measured: true }))
+
+const policiesFlag = Flag.String("policies").pipe(
+  Flag.withDescription("comma-separated policies, run one after another on fresh parts"),
+  Flag.withDefault("baseline,fixed")
+)
+
 const compare = Command.make(
   "compare",
   {
     ...settingFlags,
-    policies: Flag.String("policies").pipe(
-      Flag.withDescription("comma-separated policies, run one after another on fresh parts"),
-      Flag.withDefault("baseline,fixed")
-    ),
+    policies: policiesFlag,
     samples,
     json,
     chart
   },
   Effect.fn(function*(input) {
-    const names = input.policies.split(",").map((p) => p.trim())
-    const policies: Array<Model.Policy> = []
-    for (const name of names) {
-      const settings = yield* Settings.validate(toSettings(input, name as Model.Policy))
-      policies.push(settings.policy)
-    }
-    const costs: SimParams.Costs & { readonly measured: boolean } = input.samples === 0
-      ? { ...Calibration.simulatorDefaults, claimMillis: 1, measured: false }
-      : { ...(yield* Calibration.measure({ auth: input.auth, samples: input.samples })), measured: true }
+    const policies = yield* policiesOf(input, input.policies)
+    const costs: SimParams.Costs & { readonly measured: boolean } = yield* costsFor(input.auth, input.samples)
     yield* Console.log(`lab compare: ${describe(toSettings(input, policies[0]!))}`)
     yield* Console.log(
       `simulator costs (${costs.measured ? "measured here" : "simulator defaults"}): connect ${
@@ -182,9 +191,77 @@ const compare = Command.make(
   })
 ).pipe(Command.withDescription("The policies on real parts, one after another, each beside the simulator's run"))
 
+const sweep = Command.make(
+  "sweep",
+  {
+    ...settingFlags,
+    policies: policiesFlag,
+    configs: Flag.String("configs").pipe(
+      Flag.withDescription(
+        "configurations separated by ';', each flag=value pairs over the other flags, e.g. 'api-rps=100;api-rps=200,auth=scram-sha-256'"
+      )
+    ),
+    samples,
+    json
+  },
+  Effect.fn(function*(input) {
+    const policies = yield* policiesOf(input, input.policies)
+    const configurations = input.configs.split(";").map((c) => c.trim()).filter((c) => c.length > 0)
+    const planned = yield* Effect.forEach(configurations, (configuration) =>
+      Effect.map(
+        Settings.withConfiguration(toSettings(input, policies[0]!), configuration),
+        (settings) => ({ configuration, settings })
+      ))
+    yield* Console.log(`lab sweep over: ${describe(toSettings(input, policies[0]!))}`)
+    const costs = new Map<Settings.Auth, SimParams.Costs>()
+    const cells: Array<Sweep.Cell> = []
+    for (const { configuration, settings } of planned) {
+      if (!costs.has(settings.auth)) costs.set(settings.auth, yield* costsFor(settings.auth, input.samples))
+      for (const policy of policies) {
+        yield* log(`— ${configuration} / ${policy} —`)
+        const lab = yield* Lab.run({ ...settings, policy }, log)
+        const sim = yield* SimCompare.simulate(lab, costs.get(settings.auth)!)
+        cells.push({
+          configuration,
+          policy,
+          lab,
+          sim,
+          labOutcome: yield* Sweep.classify(lab),
+          simOutcome: Sweep.classifySimulated(sim)
+        })
+        yield* Console.log(
+          `${configuration} / ${policy}: lab drained ${lab.lab.drainedSeconds ?? "never"} s, recovery ${
+            lab.summary.recoverySeconds ?? "never"
+          } s, peak ${lab.summary.peakClientConnections} clients; ` +
+            `sim ${sim.summary.recoverySeconds ?? "never"} s, peak ${sim.summary.peakClientConnections}`
+        )
+      }
+    }
+    yield* Console.log(
+      `\nafter the trigger, lab: drained / recovery by the simulator's rule (peak clients; ! = at the client limit); simulator: recovery (peak clients)\n${
+        Sweep.table(cells)
+      }`
+    )
+    yield* write(
+      input.json,
+      Effect.succeed(JSON.stringify({
+        costs: Object.fromEntries(costs),
+        cells: cells.map((c) => ({
+          configuration: c.configuration,
+          policy: c.policy,
+          labOutcome: c.labOutcome,
+          simOutcome: c.simOutcome,
+          lab: { summary: c.lab.summary, lab: c.lab.lab, settings: c.lab.settings },
+          sim: { summary: c.sim.summary }
+        }))
+      }))
+    )
+  })
+).pipe(Command.withDescription("Configurations × policies on real parts, each beside the simulator"))
+
 const command = Command.make("lab").pipe(
   Command.withDescription("The outage lab: real PostgreSQL, PgBouncer and deriver loops through an incident"),
-  Command.withSubcommands([run, compare, calibrate])
+  Command.withSubcommands([run, compare, calibrate, sweep])
 )
 
 command.pipe(Command.run({ version: "0.1.0" }), Effect.provide(NodeServices.layer), NodeRuntime.runMain)
