@@ -6,6 +6,12 @@
 import { Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"
 
+/**
+ * The lab's policies: the simulator's four of the same names and meanings. (`adaptive` needs the deriver's
+ * overload signals in its loop and the API's admission gate, which the lab does not run.)
+ */
+export const policies: ReadonlyArray<Model.Policy> = ["baseline", "jitter-only", "failfast-only", "fixed"]
+
 /** What pushes the system over: a stall of every pooled backend, or a mass restart of the fleet. */
 export type Trigger = "stall" | "restart"
 
@@ -92,7 +98,7 @@ const integer = (value: number, minimum: number) => Number.isInteger(value) && v
 export const validate = (settings: Settings): Effect.Effect<Settings, Options.InvalidOption> =>
   Effect.gen(function*() {
     const s = settings
-    yield* check(Model.policies.includes(s.policy), "policy", s.policy, `one of ${Model.policies.join(", ")}`)
+    yield* check(policies.includes(s.policy), "policy", s.policy, `one of ${policies.join(", ")}`)
     yield* check(triggers.includes(s.trigger), "trigger", s.trigger, `one of ${triggers.join(", ")}`)
     yield* check(auths.includes(s.auth), "auth", s.auth, `one of ${auths.join(", ")}`)
     yield* check(integer(s.derivers, 1) && s.derivers <= 2000, "derivers", s.derivers, "an integer in [1, 2000]")
@@ -162,7 +168,10 @@ export const numericFlags = {
  * Applies one configuration, `flag=value` pairs separated by commas (`auth=scram-sha-256,api-rps=200`), to
  * `base`; an unknown flag or a value that is not a number stops with the flags allowed.
  */
-export const withConfiguration = (base: Settings, configuration: string) =>
+export const withConfiguration = (
+  base: Settings,
+  configuration: string
+): Effect.Effect<Settings, Options.InvalidOption> =>
   Effect.gen(function*() {
     let settings: Settings = base
     for (const pair of configuration.split(",").map((p) => p.trim()).filter((p) => p.length > 0)) {
@@ -174,14 +183,16 @@ export const withConfiguration = (base: Settings, configuration: string) =>
       const field = (numericFlags as Record<string, keyof Settings>)[flag]
       const number = Number(value)
       if (field === undefined) {
-        return yield* new Options.InvalidOption({
-          option: "configs",
-          value: pair,
-          allowed: `flag=value with a flag among auth, trigger, ${Object.keys(numericFlags).join(", ")}`
-        })
+        return yield* Effect.fail(
+          Options.invalidOption(
+            "configs",
+            pair,
+            `flag=value with a flag among auth, trigger, ${Object.keys(numericFlags).join(", ")}`
+          )
+        )
       }
       if (value === "" || !Number.isFinite(number)) {
-        return yield* new Options.InvalidOption({ option: flag, value, allowed: "a number" })
+        return yield* Effect.fail(Options.invalidOption(flag, value, "a number"))
       }
       settings = { ...settings, [field]: number }
     }

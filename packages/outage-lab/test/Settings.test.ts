@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Settings from "../src/Settings.ts"
 
-const failure = (effect: Effect.Effect<unknown, { readonly option: string; readonly message: string }>) =>
+const failure = (effect: Effect.Effect<unknown, { readonly parameter: string; readonly message: string }>) =>
   Effect.runSync(Effect.flip(effect))
 
 describe("Settings", () => {
@@ -12,15 +12,15 @@ describe("Settings", () => {
 
   it("names the flag and the allowed range of a bad value", () => {
     const pool = failure(Settings.validate({ ...Settings.defaults, poolSize: 50, maxConnections: 40 }))
-    assert.strictEqual(pool.option, "max-connections")
+    assert.strictEqual(pool.parameter, "--max-connections")
     assert.include(pool.message, "pool-size + 4 (54")
     const horizon = failure(Settings.validate({ ...Settings.defaults, triggerAtSeconds: 100, stallSeconds: 30 }))
-    assert.strictEqual(horizon.option, "horizon")
+    assert.strictEqual(horizon.parameter, "--horizon")
     assert.include(horizon.message, "(130, 3600]")
-    assert.strictEqual(failure(Settings.validate({ ...Settings.defaults, apiRps: -1 })).option, "api-rps")
+    assert.strictEqual(failure(Settings.validate({ ...Settings.defaults, apiRps: -1 })).parameter, "--api-rps")
     assert.strictEqual(
-      failure(Settings.validate({ ...Settings.defaults, auth: "md5" as Settings.Auth })).option,
-      "auth"
+      failure(Settings.validate({ ...Settings.defaults, auth: "md5" as Settings.Auth })).parameter,
+      "--auth"
     )
   })
 
@@ -29,9 +29,9 @@ describe("Settings", () => {
     assert.strictEqual(applied.auth, "scram-sha-256")
     assert.strictEqual(applied.apiRps, 250)
     const unknown = failure(Settings.withConfiguration(Settings.defaults, "rps=250"))
-    assert.strictEqual(unknown.option, "configs")
+    assert.strictEqual(unknown.parameter, "--configs")
     assert.include(unknown.message, "api-rps")
-    assert.strictEqual(failure(Settings.withConfiguration(Settings.defaults, "api-rps=lots")).option, "api-rps")
-    assert.strictEqual(failure(Settings.withConfiguration(Settings.defaults, "pool-size=0")).option, "pool-size")
+    assert.strictEqual(failure(Settings.withConfiguration(Settings.defaults, "api-rps=lots")).parameter, "--api-rps")
+    assert.strictEqual(failure(Settings.withConfiguration(Settings.defaults, "pool-size=0")).parameter, "--pool-size")
   })
 })

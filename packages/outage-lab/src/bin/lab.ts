@@ -91,7 +91,7 @@ const run = Command.make(
   "run",
   {
     ...settingFlags,
-    policy: Flag.Literals("policy", Model.policies).pipe(Flag.withDefault("fixed" as Model.Policy)),
+    policy: Flag.Literals("policy", Settings.policies).pipe(Flag.withDefault("fixed" as Model.Policy)),
     json,
     chart
   },
