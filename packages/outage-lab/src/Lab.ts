@@ -31,6 +31,17 @@ export interface LabFigures {
    * simulator's stricter "back under the backend ceiling for good".
    */
   readonly drainedSeconds: number | null
+  /**
+   * Seconds from the trigger's end until client connections are back at or under their pre-trigger peak (the
+   * highest second in the half before the trigger, after the fleet's own start) for good; `null`: still above
+   * it at the horizon. The simulator's rule (back under the backend ceiling) is too strict for a small pool,
+   * whose ordinary Poisson peaks touch the ceiling.
+   */
+  readonly settledSeconds: number | null
+  /** The pre-trigger peak of client connections that {@link settledSeconds} compares with. */
+  readonly preTriggerPeakClients: number
+  /** Seconds after the trigger's end in which clients reached `max_client_conn` or someone was refused. */
+  readonly secondsAtClientLimitAfter: number
   readonly apiArrived: number
   readonly apiServed: number
   readonly apiFailed: number
@@ -51,6 +62,16 @@ export interface Result {
   readonly extra: LabSeries.Extra
   readonly summary: Summary.Summary
   readonly lab: LabFigures
+}
+
+/**
+ * Seconds from `end` until `clients` stay at or under `threshold` to the end of the series (0: never above it
+ * after `end`); `null` if still above it in the last second.
+ */
+export const settledAfter = (clients: ArrayLike<number>, threshold: number, end: number): number | null => {
+  let lastAbove = -1
+  for (let s = end; s < clients.length; s++) if (clients[s]! > threshold) lastAbove = s
+  return lastAbove < 0 ? 0 : lastAbove === clients.length - 1 ? null : lastAbove + 1 - end
 }
 
 /** Seconds past the horizon after which a run is cut off even if its teardown hangs. */
@@ -157,18 +178,28 @@ export const run = (
       claimStartTimes: [],
       wallMillis: (yield* Clock.currentTimeMillis) - startedAtMillis
     })
-    let atLimit = 0
-    for (let s = 0; s < settings.horizonSeconds; s++) {
-      if (extra.clientsTotal[s]! >= settings.maxClientConn || series.rejections[s]! > 0) atLimit++
-    }
     const end = Math.ceil(triggerEndSeconds(settings))
+    let atLimit = 0
+    let atLimitAfter = 0
+    for (let s = 0; s < settings.horizonSeconds; s++) {
+      if (extra.clientsTotal[s]! >= settings.maxClientConn || series.rejections[s]! > 0) {
+        atLimit++
+        if (s >= end) atLimitAfter++
+      }
+    }
+    const trigger = Math.floor(settings.triggerAtSeconds)
+    const preTriggerPeak = Math.max(0, ...series.clientConnections.slice(Math.floor(trigger / 2), trigger))
+
     let drained: number | null = null
     for (let s = end; s < settings.horizonSeconds && drained === null; s++) {
       if (extra.clientsWaiting[s] === 0 && series.rejections[s] === 0) drained = s - end
     }
     const lab: LabFigures = {
       secondsAtClientLimit: atLimit,
+      secondsAtClientLimitAfter: atLimitAfter,
       drainedSeconds: drained,
+      settledSeconds: settledAfter(series.clientConnections, preTriggerPeak, end),
+      preTriggerPeakClients: preTriggerPeak,
       peakClientsWaiting: Math.max(0, ...extra.clientsWaiting),
       apiArrived: counters.apiArrived,
       apiServed: counters.apiServed,

@@ -12,10 +12,17 @@ export const summaryTable = (runs: ReadonlyArray<{ readonly name: string; readon
     ["peak client connections", (r) => String(r.summary.peakClientConnections)],
     ["mean client connections", (r) => r.summary.meanClientConnections.toFixed(1)],
     ["peak clients waiting (cl_waiting)", (r) => String(r.lab.peakClientsWaiting)],
-    ["seconds at the client limit", (r) => String(r.lab.secondsAtClientLimit)],
+    [
+      "seconds at the client limit (after trigger)",
+      (r) => `${r.lab.secondsAtClientLimit} (${r.lab.secondsAtClientLimitAfter})`
+    ],
     ["peak active backends", (r) => String(r.summary.peakActiveBackends)],
     ["mean active backends", (r) => r.summary.meanActiveBackends.toFixed(1)],
     ["drained after trigger (no wait, no refusal)", (r) => Report.recovery(r.lab.drainedSeconds)],
+    [
+      "back to pre-trigger peak clients for good",
+      (r) => `${Report.recovery(r.lab.settledSeconds)} (≤ ${r.lab.preTriggerPeakClients})`
+    ],
     ["recovery after trigger (simulator's rule)", (r) => Report.recovery(r.summary.recoverySeconds)],
     ["seconds at backend ceiling", (r) => String(r.summary.secondsAtCeiling)],
     ["successful polls (goodput)", (r) => String(r.summary.claimsCompleted)],

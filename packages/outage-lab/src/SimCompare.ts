@@ -7,7 +7,8 @@ import { type Model, Simulation, Summary } from "@resilience/fleet-sim"
 import { Report } from "@resilience/fleet-sim"
 import type { InvalidParameter } from "@resilience/jitter"
 import { Effect } from "effect"
-import type * as Lab from "./Lab.ts"
+import * as Lab from "./Lab.ts"
+import { triggerEndSeconds } from "./Settings.ts"
 import * as SimParams from "./SimParams.ts"
 
 /** One simulated counterpart of a lab run. */
@@ -42,12 +43,25 @@ export const disagreement = (lab: number | null, sim: number | null): string => 
 export const table = (
   runs: ReadonlyArray<{ readonly name: string; readonly lab: Lab.Result; readonly sim: Simulated }>
 ): string => {
-  const rows: Array<[string, (s: Summary.Summary) => number | null, (n: number | null) => string]> = [
+  const figures = runs.map((r) => {
+    const offset = SimParams.offsetSeconds(r.lab.settings)
+    const simClients = new Float64Array(r.lab.settings.horizonSeconds)
+    simClients.set(r.sim.outcome.series.clientConnections.subarray(0, simClients.length - offset), offset)
+    const end = Math.ceil(triggerEndSeconds(r.lab.settings))
+    return {
+      lab: r.lab.lab.settledSeconds,
+      sim: Lab.settledAfter(simClients, r.lab.lab.preTriggerPeakClients, end)
+    }
+  })
+  const rows: Array<
+    [string, (s: Summary.Summary, i: number, side: "lab" | "sim") => number | null, (n: number | null) => string]
+  > = [
+    ["back to the lab's pre-trigger peak (s)", (_, i, side) => figures[i]![side], (n) => Report.recovery(n)],
     ["peak client connections", (s) => s.peakClientConnections, String],
     ["mean client connections", (s) => s.meanClientConnections, (n) => n === null ? "" : n.toFixed(1)],
     ["peak active backends", (s) => s.peakActiveBackends, String],
     ["mean active backends", (s) => s.meanActiveBackends, (n) => n === null ? "" : n.toFixed(1)],
-    ["recovery after trigger (s)", (s) => s.recoverySeconds, (n) => Report.recovery(n)],
+    ["recovery, simulator's rule (s)", (s) => s.recoverySeconds, (n) => Report.recovery(n)],
     ["seconds at backend ceiling", (s) => s.secondsAtCeiling, String],
     ["successful polls", (s) => s.claimsCompleted, String],
     ["failed polls", (s) => s.failedPolls, String],
@@ -60,9 +74,9 @@ export const table = (
     header,
     rows.map(([label, f, show]) => [
       label,
-      ...runs.flatMap((r) => {
-        const lab = f(r.lab.summary)
-        const sim = f(r.sim.summary)
+      ...runs.flatMap((r, i) => {
+        const lab = f(r.lab.summary, i, "lab")
+        const sim = f(r.sim.summary, i, "sim")
         return [show(lab), show(sim), disagreement(lab, sim)]
       })
     ])

@@ -41,8 +41,9 @@ const cellText = (
   `${Report.recovery(s.recoverySeconds)} (${s.peakClientConnections}${s.peakClientConnections >= limit - 1 ? "!" : ""})`
 
 /**
- * The sweep table: one row per configuration; per policy, the lab's drain time / recovery by the simulator's
- * rule (peak client connections), and the simulator's recovery (peak client connections).
+ * The sweep table: one row per configuration; per policy, the lab's return to its pre-trigger peak of clients,
+ * its seconds at the client limit after the trigger / its recovery by the simulator's rule (peak client
+ * connections), and the simulator's recovery (peak client connections).
  */
 export const table = (cells: ReadonlyArray<Cell>): string => {
   const configurations = [...new Set(cells.map((c) => c.configuration))]
@@ -56,7 +57,9 @@ export const table = (cells: ReadonlyArray<Cell>): string => {
         if (cell === undefined) return ["", ""]
         const limit = cell.lab.settings.maxClientConn
         return [
-          `${Report.recovery(cell.lab.lab.drainedSeconds)} / ${cellText(cell.lab.summary, limit)}`,
+          `${Report.recovery(cell.lab.lab.settledSeconds)}, ${cell.lab.lab.secondsAtClientLimitAfter} s / ${
+            cellText(cell.lab.summary, limit)
+          }`,
           cellText(cell.sim.summary, limit)
         ]
       })

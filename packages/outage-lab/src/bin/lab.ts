@@ -230,7 +230,9 @@ const sweep = Command.make(
           simOutcome: Sweep.classifySimulated(sim)
         })
         yield* Console.log(
-          `${configuration} / ${policy}: lab drained ${lab.lab.drainedSeconds ?? "never"} s, recovery ${
+          `${configuration} / ${policy}: lab back to pre-trigger peak ${
+            lab.lab.settledSeconds ?? "never"
+          } s, at the limit ${lab.lab.secondsAtClientLimitAfter} s after; recovery ${
             lab.summary.recoverySeconds ?? "never"
           } s, peak ${lab.summary.peakClientConnections} clients; ` +
             `sim ${sim.summary.recoverySeconds ?? "never"} s, peak ${sim.summary.peakClientConnections}`
@@ -238,7 +240,7 @@ const sweep = Command.make(
       }
     }
     yield* Console.log(
-      `\nafter the trigger, lab: drained / recovery by the simulator's rule (peak clients; ! = at the client limit); simulator: recovery (peak clients)\n${
+      `\nafter the trigger, lab: back to the pre-trigger peak of clients, seconds at the client limit / recovery by the simulator's rule (peak clients; ! = at the client limit); simulator: recovery (peak clients)\n${
         Sweep.table(cells)
       }`
     )
@@ -251,7 +253,7 @@ const sweep = Command.make(
           policy: c.policy,
           labOutcome: c.labOutcome,
           simOutcome: c.simOutcome,
-          lab: { summary: c.lab.summary, lab: c.lab.lab, settings: c.lab.settings },
+          lab: LabReport.document(c.lab),
           sim: { summary: c.sim.summary }
         }))
       }))
