@@ -3,7 +3,7 @@
  * before anything starts; a bad one stops the CLI naming the flag and its allowed range (the simulator's
  * `InvalidOption`, jitter's `InvalidParameter` named by the flag).
  */
-import { Model, Options } from "@resilience/fleet-sim"
+import { type Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"
 
 /**

@@ -4,7 +4,7 @@
  * Every flag is checked before anything starts.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Model } from "@resilience/fleet-sim"
+import type { Model } from "@resilience/fleet-sim"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Calibration from "../Calibration.ts"
