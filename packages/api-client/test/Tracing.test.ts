@@ -6,10 +6,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cluster } from "@resilience/local-postgres"
 import { Otlp } from "@resilience/telemetry"
+import { HttpStandIn } from "@resilience/test-db"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { createServer } from "node:http"
-import type { AddressInfo } from "node:net"
 import { ApiClient } from "../src/index.ts"
 import { adminToken, spawnApi } from "./support.ts"
 
@@ -31,47 +30,32 @@ interface OtlpJson {
 }
 
 /** A local OTLP/HTTP (JSON) traces endpoint that keeps what it receives. */
-const receiver = Effect.acquireRelease(
-  Effect.callback<{ readonly url: string; readonly spans: Array<ReceivedSpan>; readonly close: () => void }>(
-    (resume) => {
-      const spans: Array<ReceivedSpan> = []
-      const server = createServer((request, response) => {
-        let body = ""
-        request.on("data", (chunk: Buffer) => (body += chunk.toString()))
-        request.on("end", () => {
-          const parsed = JSON.parse(body) as OtlpJson
-          for (const resource of parsed.resourceSpans ?? []) {
-            const service = resource.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue
-            for (const scope of resource.scopeSpans ?? []) {
-              for (const span of scope.spans ?? []) {
-                spans.push({
-                  service: service ?? "",
-                  name: span.name,
-                  traceId: span.traceId,
-                  spanId: span.spanId,
-                  parentSpanId: span.parentSpanId === "" ? undefined : span.parentSpanId
-                })
-              }
-            }
+const receiver = Effect.gen(function*() {
+  const spans: Array<ReceivedSpan> = []
+  const { url } = yield* HttpStandIn.serve((request, response) => {
+    let body = ""
+    request.on("data", (chunk: Buffer) => (body += chunk.toString()))
+    request.on("end", () => {
+      const parsed = JSON.parse(body) as OtlpJson
+      for (const resource of parsed.resourceSpans ?? []) {
+        const service = resource.resource?.attributes?.find((a) => a.key === "service.name")?.value.stringValue
+        for (const scope of resource.scopeSpans ?? []) {
+          for (const span of scope.spans ?? []) {
+            spans.push({
+              service: service ?? "",
+              name: span.name,
+              traceId: span.traceId,
+              spanId: span.spanId,
+              parentSpanId: span.parentSpanId === "" ? undefined : span.parentSpanId
+            })
           }
-          response.writeHead(200, { "content-type": "application/json" }).end("{}")
-        })
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const { port } = server.address() as AddressInfo
-        resume(Effect.succeed({
-          url: `http://127.0.0.1:${port}`,
-          spans,
-          close: () => {
-            server.closeAllConnections()
-            server.close()
-          }
-        }))
-      })
-    }
-  ),
-  (otlp) => Effect.sync(otlp.close)
-)
+        }
+      }
+      response.writeHead(200, { "content-type": "application/json" }).end("{}")
+    })
+  })
+  return { url, spans }
+})
 
 describe("OTLP export", () => {
   it.live(

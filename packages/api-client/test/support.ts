@@ -9,11 +9,10 @@ import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
-import { EntryPoint } from "@resilience/test-db"
+import { EntryPoint, HttpStandIn } from "@resilience/test-db"
 import { Context, Effect, Layer, Logger, Redacted } from "effect"
 import { HttpServer } from "effect/http"
-import { createServer, request as forward } from "node:http"
-import type { AddressInfo } from "node:net"
+import { request as forward } from "node:http"
 
 export const adminToken = "client-test-admin-token-0123"
 
@@ -63,50 +62,34 @@ export interface Arrival {
 
 /** A forwarding proxy in front of `target` that records every request; closed with the scope. */
 export const recordingProxy = (target: string) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly url: string; readonly arrivals: Array<Arrival>; readonly close: () => void }>(
-      (resume) => {
-        const arrivals: Array<Arrival> = []
-        const upstream = new URL(target)
-        const server = createServer((incoming, outgoing) => {
-          const atMillis = performance.now()
-          const key = incoming.headers["idempotency-key"]
-          const proxied = forward({
-            host: upstream.hostname,
-            port: upstream.port,
-            method: incoming.method,
-            path: incoming.url,
-            headers: incoming.headers
-          }, (response) => {
-            arrivals.push({
-              atMillis,
-              method: incoming.method ?? "",
-              path: incoming.url ?? "",
-              idempotencyKey: typeof key === "string" ? key : undefined,
-              status: response.statusCode ?? 0
-            })
-            outgoing.writeHead(response.statusCode ?? 502, response.headers)
-            response.pipe(outgoing)
-          })
-          proxied.on("error", () => outgoing.destroy())
-          incoming.pipe(proxied)
+  Effect.gen(function*() {
+    const arrivals: Array<Arrival> = []
+    const upstream = new URL(target)
+    const { url } = yield* HttpStandIn.serve((incoming, outgoing) => {
+      const atMillis = performance.now()
+      const key = incoming.headers["idempotency-key"]
+      const proxied = forward({
+        host: upstream.hostname,
+        port: upstream.port,
+        method: incoming.method,
+        path: incoming.url,
+        headers: incoming.headers
+      }, (response) => {
+        arrivals.push({
+          atMillis,
+          method: incoming.method ?? "",
+          path: incoming.url ?? "",
+          idempotencyKey: typeof key === "string" ? key : undefined,
+          status: response.statusCode ?? 0
         })
-        server.keepAliveTimeout = 1_000
-        server.listen(0, "127.0.0.1", () => {
-          const { port } = server.address() as AddressInfo
-          resume(Effect.succeed({
-            url: `http://127.0.0.1:${port}`,
-            arrivals,
-            close: () => {
-              server.closeAllConnections()
-              server.close()
-            }
-          }))
-        })
-      }
-    ),
-    (proxy) => Effect.sync(proxy.close)
-  )
+        outgoing.writeHead(response.statusCode ?? 502, response.headers)
+        response.pipe(outgoing)
+      })
+      proxied.on("error", () => outgoing.destroy())
+      incoming.pipe(proxied)
+    })
+    return { url, arrivals }
+  })
 
 const apiMain = "apps/api/src/main.ts"
 

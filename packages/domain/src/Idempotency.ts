@@ -111,17 +111,15 @@ export const prune = (
   retentionSeconds: number,
   limit: number
 ): Effect.Effect<number, DbError, DbSession> =>
-  Effect.gen(function*() {
-    const db = yield* DbSession
-    const rows = yield* db.query(
+  DbSession.use((db) =>
+    db.query(
       `DELETE FROM ${table(schema)} WHERE ctid = ANY (ARRAY(
          SELECT ctid FROM ${table(schema)} WHERE created_at < now() - make_interval(secs => $1::float8)
          LIMIT $2 FOR UPDATE SKIP LOCKED
        )) RETURNING 1`,
       [retentionSeconds, limit]
     )
-    return rows.length
-  })
+  ).pipe(Effect.map((rows) => rows.length))
 
 /**
  * The pruning loop of one schema, for the process's lifetime: after a random startup delay, every jittered

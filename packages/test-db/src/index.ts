@@ -5,6 +5,7 @@
 export * as ClosedPort from "./ClosedPort.ts"
 export * as CountingProxy from "./CountingProxy.ts"
 export * as EntryPoint from "./EntryPoint.ts"
+export * as HttpStandIn from "./HttpStandIn.ts"
 export * as PgBouncer from "./PgBouncer.ts"
 export * as SilentListener from "./SilentListener.ts"
 export * as SupavisorStandIn from "./SupavisorStandIn.ts"
