@@ -66,6 +66,11 @@ interface Context<R> {
   readonly conditions: ConditionLog.ConditionLog
   /** One back-off state for every checkout of this deriver (poll, workers, heartbeats). */
   readonly gate: CheckoutGate.CheckoutGate
+  /**
+   * Claims made by the poll and not yet taken by their worker, per unit key in claim order (the loop hands
+   * workers unit keys; each worker takes its claim, with its fencing token, when it starts).
+   */
+  readonly claims: Map<string, Array<Queue.Claim>>
 }
 
 /** One checkout of this deriver, through its gate (waits while the process backs off). */
@@ -83,7 +88,13 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
   ctx.gate.runNow(ctx.session.withConnection((connection) =>
     Effect.gen(function*() {
       if (cleanup) yield* cleanupStale(ctx, connection)
-      return yield* Queue.claim(connection, ctx.schema, limit, ctx.owner)
+      const claimed = yield* Queue.claim(connection, ctx.schema, limit, ctx.owner)
+      for (const claim of claimed) {
+        const waiting = ctx.claims.get(claim.workUnitKey)
+        if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
+        else waiting.push(claim)
+      }
+      return claimed.map((claim) => claim.workUnitKey)
     })
   )).pipe(
     Effect.tap(() => ctx.conditions.recovered),
@@ -139,19 +150,27 @@ const sleepAfterFailure = <R>(ctx: Context<R>, state: PollBackoff.State) =>
 // Heartbeat
 
 /**
- * Keeps a unit's ownership row fresh while one of its items is being handled, so a handler that runs
- * longer than the stale timeout does not lose its unit to another instance: a heartbeat every third of
- * the timeout, each one checkout; a failed beat is logged and the next one tries again at its time.
+ * Keeps a claim's ownership row fresh for as long as its worker holds the unit (handling an item, or waiting
+ * out an outage between batches), so only a worker that is really gone loses its unit: a heartbeat every
+ * third of the stale timeout, each one checkout; a failed beat is logged and the next one tries again at its
+ * time. Completes when a beat finds the claim gone (a stale cleanup took the unit over): the worker gives the
+ * unit up at once (see {@link processUnit}).
  */
-const keepAlive = <R>(ctx: Context<R>, unit: string): Effect.Effect<never> =>
-  Effect.forever(
-    Effect.sleep(Duration.millis(ctx.config.staleTimeoutMillis / 3)).pipe(
-      Effect.andThen(
-        checkout(ctx, (connection) => Queue.heartbeat(connection, ctx.schema, unit, ctx.owner))
-      ),
-      Effect.catch((error) => ctx.conditions.report("could not renew the unit's ownership", error, { unit }))
-    )
-  )
+const keepAlive = <R>(ctx: Context<R>, claim: Queue.Claim): Effect.Effect<"lost"> =>
+  Effect.gen(function*() {
+    while (true) {
+      yield* Effect.sleep(Duration.millis(ctx.config.staleTimeoutMillis / 3))
+      const beat = yield* checkout(ctx, (connection) => Queue.heartbeat(connection, ctx.schema, claim)).pipe(
+        Effect.catch((error) =>
+          Effect.as(
+            ctx.conditions.report("could not renew the unit's ownership", error, { unit: claim.workUnitKey }),
+            true
+          )
+        )
+      )
+      if (!beat) return "lost" as const
+    }
+  })
 
 // ---------------------------------------------------------------------------------------------------------
 // Items: run each handler, classify its outcome, record a batch's outcomes at once
@@ -194,7 +213,7 @@ const runHandler = <R>(
  * not hold back the record of finished ones). Returns the outcomes not yet recorded, and whether a record
  * found the unit taken away.
  */
-const handleBatch = <R>(ctx: Context<R>, unit: string, batch: ReadonlyArray<Queue.Item>) =>
+const handleBatch = <R>(ctx: Context<R>, claim: Queue.Claim, batch: ReadonlyArray<Queue.Item>) =>
   Effect.gen(function*() {
     let pending: Array<Queue.Outcome> = []
     let lost = false
@@ -202,16 +221,17 @@ const handleBatch = <R>(ctx: Context<R>, unit: string, batch: ReadonlyArray<Queu
       if (pending.length === 0) return Effect.void
       const flushing = pending
       pending = []
-      return recordBatch(ctx, unit, flushing, false).pipe(
+      return recordBatch(ctx, claim, flushing, false).pipe(
         Effect.map((recorded) => {
           if (recorded === undefined) pending = [...flushing, ...pending]
           else if (!recorded.owned) lost = true
         })
       )
     })
+    // The claim's heartbeat runs for the whole unit (see processUnit), not per handler.
     const whileRunning = Effect.sleep(Duration.millis(ctx.config.backoff.baseMillis)).pipe(
       Effect.andThen(Effect.uninterruptible(flushPending)),
-      Effect.andThen(keepAlive(ctx, unit))
+      Effect.andThen(Effect.never)
     )
     for (const item of batch) {
       const outcome = yield* runHandler(ctx, item, whileRunning)
@@ -236,13 +256,16 @@ const handleBatch = <R>(ctx: Context<R>, unit: string, batch: ReadonlyArray<Queu
  */
 const recordBatch = <R>(
   ctx: Context<R>,
-  unit: string,
+  claim: Queue.Claim,
   outcomes: ReadonlyArray<Queue.Outcome>,
   release: boolean
 ) =>
   Effect.gen(function*() {
-    const recorded = yield* checkout(ctx, (connection) =>
-      Queue.record(connection, ctx.schema, unit, outcomes, ctx.owner, release)).pipe(Effect.result)
+    const unit = claim.workUnitKey
+    const recorded = yield* checkout(
+      ctx,
+      (connection) => Queue.record(connection, ctx.schema, claim, outcomes, release)
+    ).pipe(Effect.result)
     if (recorded._tag === "Failure") {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, outcomes.length)
       yield* ctx.conditions.report("could not mark items; they stay unprocessed", recorded.failure, {
@@ -251,9 +274,7 @@ const recordBatch = <R>(
       })
       return undefined
     }
-    const failed = outcomes.filter((outcome) =>
-      outcome.error !== undefined
-    )
+    const failed = outcomes.filter((outcome) => outcome.error !== undefined)
     yield* Metric.update(DeriverMetrics.itemsProcessed, outcomes.length - failed.length)
     if (failed.length > 0) yield* Metric.update(DeriverMetrics.itemsFailed, failed.length)
     for (const { error, item } of failed) {
@@ -278,12 +299,13 @@ type Drained =
  * database. A batch shorter than the batch size means the unit looks drained: its record also releases the
  * unit, so a unit that fits in one batch costs two checkouts besides its share of the claim.
  */
-const drainUnit = <R>(ctx: Context<R>, unit: string) =>
+const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
   Effect.gen(function*() {
+    const unit = claim.workUnitKey
     let failures = PollBackoff.initial(ctx.workerBackoff)
     while (true) {
       const batch = yield* checkout(ctx, (connection) =>
-        Queue.nextItems(connection, ctx.schema, unit, ctx.config.batchSize)).pipe(Effect.result)
+        Queue.nextItems(connection, ctx.schema, claim, ctx.config.batchSize)).pipe(Effect.result)
       if (batch._tag === "Failure") {
         yield* ctx.conditions.report("could not read the unit's items; backing off", batch.failure, { unit })
         failures = yield* sleepAfterFailure(ctx, failures)
@@ -292,17 +314,14 @@ const drainUnit = <R>(ctx: Context<R>, unit: string) =>
       if (batch.success.length === 0) {
         return { _tag: "Drained", failures } as Drained
       }
-      const handled = yield* handleBatch(ctx, unit, batch.success)
+      const handled = yield* handleBatch(ctx, claim, batch.success)
       const release = handled.complete && batch.success.length < ctx.config.batchSize
       const recorded = handled.lost
         ? { owned: false, marked: 0 }
         : handled.pending.length === 0 && !release
         ? { owned: true, marked: 0 }
-        : yield* recordBatch(ctx, unit, handled.pending, release)
+        : yield* recordBatch(ctx, claim, handled.pending, release)
       if (recorded !== undefined && !recorded.owned) {
-        yield* Effect.logWarning("lost ownership of the unit (stale cleanup); leaving it").pipe(
-          Effect.annotateLogs({ schema: ctx.schema, unit })
-        )
         return { _tag: "Lost" } as Drained
       }
       if (recorded === undefined || !handled.complete) {
@@ -320,25 +339,51 @@ const drainUnit = <R>(ctx: Context<R>, unit: string) =>
  * Releases a drained unit; retried with back-off while the database is unavailable (a shutdown interrupts
  * this and releases everything of this owner at once).
  */
-const releaseUnit = <R>(ctx: Context<R>, unit: string, from: PollBackoff.State) =>
+const releaseUnit = <R>(ctx: Context<R>, claim: Queue.Claim, from: PollBackoff.State) =>
   Effect.gen(function*() {
     let failures = from
     while (true) {
-      const released = yield* checkout(ctx, (connection) => Queue.release(connection, ctx.schema, [unit], ctx.owner))
+      const released = yield* checkout(ctx, (connection) => Queue.release(connection, ctx.schema, [claim]))
         .pipe(Effect.result)
       if (released._tag === "Success") return
-      yield* ctx.conditions.report("could not release the unit; backing off", released.failure, { unit })
+      yield* ctx.conditions.report("could not release the unit; backing off", released.failure, {
+        unit: claim.workUnitKey
+      })
       failures = yield* sleepAfterFailure(ctx, failures)
     }
   })
 
-/** A worker's whole job for one claimed unit: drain it, release it, record how long it took. */
+/** Takes the claim the poll made for `unit` (the oldest one not yet taken). */
+const takeClaim = <R>(ctx: Context<R>, unit: string): Queue.Claim | undefined => {
+  const waiting = ctx.claims.get(unit)
+  const claim = waiting?.shift()
+  if (waiting !== undefined && waiting.length === 0) ctx.claims.delete(unit)
+  return claim
+}
+
+/**
+ * A worker's whole job for one claimed unit: drain it and release it, under the claim's heartbeat, and record
+ * how long it took. When a heartbeat finds the claim gone, the worker gives the unit up at once (its handler
+ * is interrupted; the fenced statements would not let it read or complete anything anyway).
+ */
 const processUnit = <R>(ctx: Context<R>) => (unit: string): Effect.Effect<void, never, R> =>
   Effect.gen(function*() {
+    const claim = takeClaim(ctx, unit)
+    if (claim === undefined) return
     const startedAt = yield* Clock.currentTimeMillis
-    const drained = yield* drainUnit(ctx, unit)
-    if (drained._tag === "Lost") return
-    if (drained._tag === "Drained") yield* releaseUnit(ctx, unit, drained.failures)
+    const work = Effect.gen(function*() {
+      const drained = yield* drainUnit(ctx, claim)
+      if (drained._tag === "Lost") return "lost" as const
+      if (drained._tag === "Drained") yield* releaseUnit(ctx, claim, drained.failures)
+      return "done" as const
+    })
+    const outcome = yield* Effect.raceFirst(work, keepAlive(ctx, claim))
+    if (outcome === "lost") {
+      yield* Effect.logWarning("lost ownership of the unit (stale cleanup); gave it up").pipe(
+        Effect.annotateLogs({ schema: ctx.schema, claim: claim.id })
+      )
+      return
+    }
     const finishedAt = yield* Clock.currentTimeMillis
     yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
   }).pipe(Effect.annotateLogs({ unit }))
@@ -384,7 +429,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         maxLimit: config.workers + 1,
         backoff: workerBackoff,
         isUnavailable: Classify.isUnavailable
-      })
+      }),
+      claims: new Map()
     }
     const loop = yield* PollLoop.start<R>(
       {

@@ -37,6 +37,21 @@ export interface Item {
 }
 
 /**
+ * A claim: the unit, its owner and the fencing token, the id of the ownership row the claim inserted. Ids
+ * only grow, so a unit taken over (its row deleted by the stale cleanup) and claimed again, even by the same
+ * owner, has a new id: every statement acting for a claim checks owner and id in the same statement, and a
+ * worker that lost its unit can neither read more of its items nor complete them.
+ *
+ * @since 0.2.0
+ */
+export interface Claim {
+  readonly workUnitKey: string
+  readonly owner: string
+  /** The ownership row's id (a bigint, as a decimal string). */
+  readonly id: string
+}
+
+/**
  * The error type of every statement here.
  *
  * @since 0.1.0
@@ -101,13 +116,13 @@ export const claimSql = (schema: SchemaName.SchemaName): string => {
   INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
   SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id
   ON CONFLICT (work_unit_key) DO NOTHING
-  RETURNING work_unit_key
+  RETURNING work_unit_key, id
 )
-SELECT c.work_unit_key FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
 }
 
 /**
- * Claims up to `limit` work units for `owner` (see {@link claimSql}); returns their keys, oldest first.
+ * Claims up to `limit` work units for `owner` (see {@link claimSql}); returns the {@link Claim}s, oldest first.
  *
  * @since 0.1.0
  */
@@ -116,12 +131,12 @@ export const claim = (
   schema: SchemaName.SchemaName,
   limit: number,
   owner: string
-): Effect.Effect<ReadonlyArray<string>, QueryError> =>
+): Effect.Effect<ReadonlyArray<Claim>, QueryError> =>
   limit <= 0
     ? Effect.succeed([])
     : Effect.map(
-      connection.query<{ work_unit_key: string }>(claimSql(schema), [limit, owner]),
-      (rows) => rows.map((row) => row.work_unit_key)
+      connection.query<{ work_unit_key: string; id: string }>(claimSql(schema), [limit, owner]),
+      (rows) => rows.map((row) => ({ workUnitKey: row.work_unit_key, owner, id: row.id }))
     )
 
 /**
@@ -155,26 +170,30 @@ export const cleanupStale = (
   )
 
 /**
- * The next unprocessed items of a unit, in id order (at most `limit`).
+ * The next unprocessed items of a claimed unit, in id order (at most `limit`); none once the claim is no
+ * longer this worker's (fenced in the same statement).
  *
  * @since 0.1.0
  */
 export const nextItems = (
   connection: Connection,
   schema: SchemaName.SchemaName,
-  workUnitKey: string,
+  claim: Claim,
   limit: number
 ): Effect.Effect<ReadonlyArray<Item>, QueryError> =>
   Effect.map(
     connection.query<{ id: string; task_type: string; payload: string }>(
       `SELECT q.id::text AS id, q.task_type, q.payload::text AS payload FROM ${tables(schema).queue} q
-       WHERE q.work_unit_key = $1 AND NOT q.processed ORDER BY q.id LIMIT $2`,
-      [workUnitKey, limit]
+       WHERE q.work_unit_key = $1 AND NOT q.processed
+         AND EXISTS (SELECT 1 FROM ${tables(schema).sessions} s
+                     WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
+       ORDER BY q.id LIMIT $2`,
+      [claim.workUnitKey, limit, claim.owner, claim.id]
     ),
     (rows) =>
       rows.map((row) => ({
         id: row.id,
-        workUnitKey,
+        workUnitKey: claim.workUnitKey,
         taskType: row.task_type,
         // jsonb::text is always valid JSON.
         payload: JSON.parse(row.payload) as unknown
@@ -192,7 +211,7 @@ export interface Outcome {
 }
 
 /**
- * What {@link record} did: whether `owner` still held the unit (false: a stale cleanup took it away) and how
+ * What {@link record} did: whether the claim still held (false: a stale cleanup took the unit away) and how
  * many items it marked (an item already marked by someone else is not marked again).
  *
  * @since 0.2.0
@@ -205,17 +224,17 @@ export interface Recorded {
 /**
  * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
  * error, if any), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
- * unit looked drained). Rows of other owners are never touched. An item handled but not yet recorded when
- * the process dies is handled again by the next owner (at-least-once).
+ * unit looked drained), all only while the claim holds (owner and id, in the same statement): a worker that
+ * lost its unit marks nothing. Rows of other claims are never touched. An item handled but not yet recorded
+ * when the process dies is handled again by the next owner (at-least-once).
  *
  * @since 0.2.0
  */
 export const record = (
   connection: Connection,
   schema: SchemaName.SchemaName,
-  workUnitKey: string,
+  claim: Claim,
   outcomes: ReadonlyArray<Outcome>,
-  owner: string,
   release: boolean
 ): Effect.Effect<Recorded, QueryError> => {
   const { queue, sessions } = tables(schema)
@@ -223,21 +242,25 @@ export const record = (
     connection.query<{ owned: boolean; marked: number }>(
       `WITH outcome AS (
         SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error FROM jsonb_array_elements($1::jsonb) AS o
-      ), marked AS (
-        UPDATE ${queue} q SET processed = true, error = outcome.error FROM outcome
-        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed RETURNING q.id
       ), beat AS (
         UPDATE ${sessions} SET last_updated = now()
-        WHERE work_unit_key = $2 AND owner = $3 AND NOT $4::boolean RETURNING 1
+        WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND NOT $4::boolean RETURNING 1
       ), released AS (
-        DELETE FROM ${sessions} WHERE work_unit_key = $2 AND owner = $3 AND $4::boolean RETURNING 1
+        DELETE FROM ${sessions}
+        WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
+      ), marked AS (
+        UPDATE ${queue} q SET processed = true, error = outcome.error FROM outcome
+        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed
+          AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
+        RETURNING q.id
       ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
                (SELECT count(*) FROM marked)::int AS marked`,
       [
         JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
-        workUnitKey,
-        owner,
-        release
+        claim.workUnitKey,
+        claim.owner,
+        release,
+        claim.id
       ]
     ),
     (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
@@ -246,7 +269,7 @@ export const record = (
 
 /**
  * Marks one item processed (with `error` when its handler failed) and bumps the unit's heartbeat: a
- * {@link record} of one outcome. Returns whether `owner` still holds the unit.
+ * {@link record} of one outcome. Returns whether the claim still holds.
  *
  * @since 0.1.0
  */
@@ -254,51 +277,50 @@ export const complete = (
   connection: Connection,
   schema: SchemaName.SchemaName,
   item: Item,
-  owner: string,
+  claim: Claim,
   error: string | undefined
 ): Effect.Effect<boolean, QueryError> =>
-  Effect.map(record(connection, schema, item.workUnitKey, [{ item, error }], owner, false), (r) => r.owned)
+  Effect.map(record(connection, schema, claim, [{ item, error }], false), (r) => r.owned)
 
 /**
- * Bumps a unit's heartbeat; returns whether `owner` still holds it.
+ * Bumps a claim's heartbeat; returns whether the claim still holds.
  *
  * @since 0.1.0
  */
 export const heartbeat = (
   connection: Connection,
   schema: SchemaName.SchemaName,
-  workUnitKey: string,
-  owner: string
+  claim: Claim
 ): Effect.Effect<boolean, QueryError> =>
   Effect.map(
     connection.query(
       `UPDATE ${tables(schema).sessions} SET last_updated = now()
-       WHERE work_unit_key = $1 AND owner = $2 RETURNING 1`,
-      [workUnitKey, owner]
+       WHERE work_unit_key = $1 AND owner = $2 AND id = $3::bigint RETURNING 1`,
+      [claim.workUnitKey, claim.owner, claim.id]
     ),
     (rows) => rows.length > 0
   )
 
 /**
- * Releases ownership rows of `owner` (never another instance's row with the same key). Returns how many
- * rows were deleted.
+ * Releases claims (never the row of another claim with the same key, of any owner). Returns how many rows
+ * were deleted.
  *
  * @since 0.1.0
  */
 export const release = (
   connection: Connection,
   schema: SchemaName.SchemaName,
-  workUnitKeys: ReadonlyArray<string>,
-  owner: string
+  claims: ReadonlyArray<Claim>
 ): Effect.Effect<number, QueryError> =>
-  workUnitKeys.length === 0
+  claims.length === 0
     ? Effect.succeed(0)
     : Effect.map(
       connection.query(
-        `DELETE FROM ${tables(schema).sessions}
-         WHERE owner = $2 AND work_unit_key IN (SELECT jsonb_array_elements_text($1::jsonb))
+        `DELETE FROM ${tables(schema).sessions} s
+         USING jsonb_to_recordset($1::jsonb) AS c(work_unit_key text, owner text, id text)
+         WHERE s.work_unit_key = c.work_unit_key AND s.owner = c.owner AND s.id = c.id::bigint
          RETURNING 1`,
-        [JSON.stringify(workUnitKeys), owner]
+        [JSON.stringify(claims.map((c) => ({ work_unit_key: c.workUnitKey, owner: c.owner, id: c.id })))]
       ),
       (rows) => rows.length
     )

@@ -9,6 +9,8 @@ import { count, Database, freshSchema } from "./support.ts"
 const items = (unit: string, n: number, taskType = "t") =>
   Array.from({ length: n }, (_, i) => ({ workUnitKey: unit, taskType, payload: { i } }))
 
+const keys = (claims: ReadonlyArray<Queue.Claim>) => claims.map((claim) => claim.workUnitKey)
+
 layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
   it.effect("claims at most `limit` units, oldest first, skipping units that are owned", () =>
     Effect.gen(function*() {
@@ -25,14 +27,16 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         ])
       )
       const first = yield* db.withConnection((c) => Queue.claim(c, schema, 2, "one"))
-      assert.deepStrictEqual(first, ["c", "a"])
+      assert.deepStrictEqual(keys(first), ["c", "a"])
       const second = yield* db.withConnection((c) => Queue.claim(c, schema, 10, "two"))
-      assert.deepStrictEqual(second, ["b", "d"])
+      assert.deepStrictEqual(keys(second), ["b", "d"])
       assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claim(c, schema, 10, "three")), [])
-      // Released units become claimable again; a release by the wrong owner does nothing.
-      assert.strictEqual(yield* db.withConnection((c) => Queue.release(c, schema, ["c"], "two")), 0)
-      assert.strictEqual(yield* db.withConnection((c) => Queue.release(c, schema, ["c"], "one")), 1)
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claim(c, schema, 10, "three")), ["c"])
+      // Released units become claimable again; a release by the wrong owner or token does nothing.
+      const c = first[0]!
+      assert.strictEqual(yield* db.withConnection((x) => Queue.release(x, schema, [{ ...c, owner: "two" }])), 0)
+      assert.strictEqual(yield* db.withConnection((x) => Queue.release(x, schema, [{ ...c, id: "0" }])), 0)
+      assert.strictEqual(yield* db.withConnection((x) => Queue.release(x, schema, [c])), 1)
+      assert.deepStrictEqual(keys(yield* db.withConnection((x) => Queue.claim(x, schema, 10, "three"))), ["c"])
     }))
 
   it.effect("units whose items are all processed are not claimed", () =>
@@ -41,7 +45,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       const db = yield* DbSession
       yield* db.withConnection((c) => Queue.enqueue(c, schema, [...items("done", 2), ...items("open", 1)]))
       yield* db.query(`UPDATE ${SchemaName.qualify(schema, "queue")} SET processed = true WHERE work_unit_key = 'done'`)
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claim(c, schema, 10, "x")), ["open"])
+      assert.deepStrictEqual(keys(yield* db.withConnection((c) => Queue.claim(c, schema, 10, "x"))), ["open"])
     }))
 
   it.effect("concurrent claims from many instances never hand out a unit twice", () =>
@@ -56,7 +60,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
           Array.from({ length: 10 }, (_, i) => db.withConnection((c) => Queue.claim(c, schema, 3, `owner-${i}`))),
           { concurrency: "unbounded" }
         )
-        claimed.push(...results.flat())
+        claimed.push(...keys(results.flat()))
       }
       assert.strictEqual(new Set(claimed).size, claimed.length, "no unit was claimed twice")
       assert.deepStrictEqual([...claimed].sort(), [...units].sort())
@@ -78,9 +82,12 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       const freed = yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 300))
       assert.deepStrictEqual(freed, ["stale"])
       assert.strictEqual(yield* count(`SELECT count(*) FROM ${sessions}`), 1)
-      // A heartbeat keeps a row alive; heartbeats of another owner do not count.
-      assert.isTrue(yield* db.withConnection((c) => Queue.heartbeat(c, schema, "fresh", "alive")))
-      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, "fresh", "someone-else")))
+      // A heartbeat keeps a row alive; heartbeats of another owner, or of an older claim, do not count.
+      const [fresh] = yield* db.query<{ id: string }>(`SELECT id::text AS id FROM ${sessions}`)
+      const claim = { workUnitKey: "fresh", owner: "alive", id: fresh!.id }
+      assert.isTrue(yield* db.withConnection((c) => Queue.heartbeat(c, schema, claim)))
+      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, { ...claim, owner: "someone-else" })))
+      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, { ...claim, id: "0" })))
     }))
 
   it.effect("the stale cleanup skips rows locked by another transaction", () =>
@@ -101,19 +108,48 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 300)), ["locked"])
     }))
 
-  it.effect("complete marks the item and reports whether the unit is still ours", () =>
+  it.effect("complete marks the item only while the claim holds, and reports whether it does", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema
       const db = yield* DbSession
       yield* db.withConnection((c) => Queue.enqueue(c, schema, items("u", 2)))
-      yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
-      const [first, second] = yield* db.withConnection((c) => Queue.nextItems(c, schema, "u", 10))
-      assert.isTrue(yield* db.withConnection((c) => Queue.complete(c, schema, first!, "me", undefined)))
-      assert.isFalse(yield* db.withConnection((c) => Queue.complete(c, schema, second!, "not-me", "boom")))
+      const [claim] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
+      const [first, second] = yield* db.withConnection((c) => Queue.nextItems(c, schema, claim!, 10))
+      assert.isTrue(yield* db.withConnection((c) => Queue.complete(c, schema, first!, claim!, undefined)))
+      assert.isFalse(
+        yield* db.withConnection((c) => Queue.complete(c, schema, second!, { ...claim!, owner: "not-me" }, "boom"))
+      )
       const rows = yield* db.query<{ processed: boolean; error: string | null }>(
         `SELECT processed, error FROM ${SchemaName.qualify(schema, "queue")} ORDER BY id`
       )
-      assert.deepStrictEqual(rows, [{ processed: true, error: null }, { processed: true, error: "boom" }])
+      assert.deepStrictEqual(rows, [{ processed: true, error: null }, { processed: false, error: null }])
+    }))
+
+  it.effect("fencing: a worker whose unit was taken over reads and completes nothing, even as the same owner", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
+      yield* db.withConnection((c) => Queue.enqueue(c, schema, items("u", 3)))
+      const [old] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
+      const [item] = yield* db.withConnection((c) => Queue.nextItems(c, schema, old!, 1))
+      // The old worker goes quiet; the stale cleanup frees the unit and the same owner claims it again.
+      yield* db.query(`UPDATE ${sessions} SET last_updated = now() - interval '1 hour'`)
+      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 60)), ["u"])
+      const [current] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
+      assert.notStrictEqual(current!.id, old!.id)
+      // The old claim: no items, no completion, no heartbeat, no release of the new row.
+      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.nextItems(c, schema, old!, 10)), [])
+      assert.isFalse(yield* db.withConnection((c) => Queue.complete(c, schema, item!, old!, undefined)))
+      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, old!)))
+      assert.strictEqual(yield* db.withConnection((c) => Queue.release(c, schema, [old!])), 0)
+      assert.strictEqual(
+        yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE processed`),
+        0
+      )
+      // The current claim works.
+      assert.strictEqual((yield* db.withConnection((c) => Queue.nextItems(c, schema, current!, 10))).length, 3)
+      assert.isTrue(yield* db.withConnection((c) => Queue.complete(c, schema, item!, current!, undefined)))
     }))
 
   it.effect("the claim reads the partial index of unprocessed rows, not the history", () =>

@@ -1,0 +1,196 @@
+/**
+ * Two derivers through a managed PostgreSQL's restarts, against a dedicated cluster that is really stopped
+ * (fast shutdown, as `pg_ctl restart -m fast`) and started again on the same data and port:
+ *
+ * - two fast restarts while draining;
+ * - an outage longer than the stale-claim timeout, after which units are taken over.
+ *
+ * Counts items enqueued, processed, errored and handled more than once (a handler side-effect counter), and
+ * audits every completion with a trigger: the unit's owner at that moment must be the deriver that completed
+ * it (each deriver connects with its owner as `application_name`), i.e. no worker that lost its unit
+ * completed an item of it.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { DbSession } from "@resilience/db-session"
+import { Cluster } from "@resilience/local-postgres"
+import { Effect, Exit, Layer, References, Scope } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import * as Deriver from "../src/Deriver.ts"
+import * as Handlers from "../src/Handlers.ts"
+import * as Migrator from "../src/Migrator.ts"
+import * as Queue from "../src/Queue.ts"
+import * as QueueSchema from "../src/QueueSchema.ts"
+import * as SchemaName from "../src/SchemaName.ts"
+import { testConfig } from "./support.ts"
+
+const schema = SchemaName.makeUnsafe("tenant")
+const t = (name: string) => SchemaName.qualify(schema, name)
+
+const session = (url: string, applicationName: string) =>
+  DbSession.layer({ url, connectTimeout: "500 millis", poolClass: "null", poolSize: 1, driver: "pg", applicationName })
+
+/** The audit of completions: who completed (application_name) and who owned the unit at that moment. */
+const auditSql = [
+  `CREATE TABLE ${t("completions")} (item_id bigint NOT NULL, completed_by text, owner text)`,
+  `CREATE FUNCTION ${t("audit_completion")}() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     INSERT INTO ${t("completions")} SELECT NEW.id, current_setting('application_name'),
+       (SELECT owner FROM ${t("active_queue_sessions")} WHERE work_unit_key = NEW.work_unit_key);
+     RETURN NEW;
+   END $$`,
+  `CREATE TRIGGER audit_completion AFTER UPDATE OF processed ON ${t("queue")}
+   FOR EACH ROW WHEN (NEW.processed AND NOT OLD.processed) EXECUTE FUNCTION ${t("audit_completion")}()`,
+  // Ownership rows deleted, with how long they had gone without a heartbeat (a takeover: longer than the
+  // stale timeout).
+  `CREATE TABLE ${t("releases")} (owner text, silent_seconds float8)`,
+  `CREATE FUNCTION ${t("audit_release")}() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     INSERT INTO ${t("releases")} VALUES (OLD.owner, extract(epoch FROM now() - OLD.last_updated));
+     RETURN OLD;
+   END $$`,
+  `CREATE TRIGGER audit_release AFTER DELETE ON ${t("active_queue_sessions")}
+   FOR EACH ROW EXECUTE FUNCTION ${t("audit_release")}()`
+]
+
+interface Figures {
+  readonly enqueued: number
+  readonly processed: number
+  readonly errored: number
+  readonly handledMoreThanOnce: number
+  readonly completedByNonOwner: number
+  readonly completionsByDeriver: string
+  /** Ownership rows freed by the stale cleanup (units taken over). */
+  readonly takenOver: number
+}
+
+/** Runs `fault` against two derivers draining 300 items in 30 units; returns the figures once all is done. */
+const scenario = (
+  label: string,
+  configInput: Parameters<typeof testConfig>[0],
+  fault: (restart: (downMillis: number) => Effect.Effect<void>) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    const directory = mkdtempSync(join(tmpdir(), "resilience-outage-"))
+    const port = yield* Cluster.freePort
+    const clusterScope = yield* Scope.make()
+    const startCluster = Effect.flatMap(Scope.make(), (scope) =>
+      Effect.map(
+        Scope.provide(Cluster.start({ directory, port, maxConnections: 30 }), scope),
+        (cluster) => ({ cluster, scope })
+      ))
+    let running = yield* startCluster
+    yield* Scope.addFinalizer(clusterScope, Effect.suspend(() => Scope.close(running.scope, Exit.void)))
+    const url = running.cluster.url
+    const restart = (downMillis: number) =>
+      Effect.gen(function*() {
+        yield* Scope.close(running.scope, Exit.void)
+        yield* Effect.sleep(downMillis)
+        running = yield* startCluster
+      }).pipe(Effect.orDie)
+
+    const admin = session(url, "admin")
+    const enqueued = yield* Effect.gen(function*() {
+      yield* Migrator.run(schema, [QueueSchema.component])
+      const db = yield* DbSession
+      for (const sql of auditSql) yield* db.query(sql)
+      const items = Array.from({ length: 10 }, (_, round) =>
+        Array.from({ length: 30 }, (_, u) => ({ workUnitKey: `unit-${u}`, taskType: "work", payload: { round } })))
+        .flat()
+      return yield* db.withConnection((c) =>
+        Queue.enqueue(c, schema, items)
+      )
+    }).pipe(Effect.provide(admin))
+
+    const handled = new Map<string, number>()
+    const handler: Handlers.Handler = (item) =>
+      Effect.gen(function*() {
+        yield* Effect.sleep("15 millis")
+        handled.set(item.id, (handled.get(item.id) ?? 0) + 1)
+      })
+    const config = yield* testConfig({ workers: 3, ...configInput })
+    const staleSeconds = config.staleTimeoutMillis / 1000
+    const derivers = yield* Scope.make()
+    for (const owner of ["deriver-a", "deriver-b"]) {
+      const context = yield* Layer.buildWithScope(session(url, owner), derivers)
+      yield* Scope.provide(
+        Deriver.start({ schema, handlers: Handlers.make({ work: handler }), config, owner }).pipe(
+          Effect.provide(context)
+        ),
+        derivers
+      )
+    }
+    yield* fault(restart)
+    const pending = Effect.gen(function*() {
+      const db = yield* DbSession
+      const rows = yield* db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t("queue")} WHERE NOT processed`)
+      return rows[0]?.n ?? -1
+    }).pipe(Effect.provide(admin), Effect.orElseSucceed(() => -1))
+    const deadline = Date.now() + 90_000
+    while ((yield* pending) !== 0 && Date.now() < deadline) yield* Effect.sleep("100 millis")
+    yield* Scope.close(derivers, Exit.void)
+
+    const figures = yield* Effect.gen(function*() {
+      const db = yield* DbSession
+      const one = (sql: string) => Effect.map(db.query<{ n: number }>(sql), (rows) => rows[0]?.n ?? -1)
+      const byDeriver = yield* db.query<{ completed_by: string; n: number }>(
+        `SELECT completed_by, count(*)::int AS n FROM ${t("completions")} GROUP BY 1 ORDER BY 1`
+      )
+      return {
+        enqueued,
+        processed: yield* one(`SELECT count(*)::int AS n FROM ${t("queue")} WHERE processed`),
+        errored: yield* one(`SELECT count(*)::int AS n FROM ${t("queue")} WHERE error IS NOT NULL`),
+        handledMoreThanOnce: [...handled.values()].filter((n) => n > 1).length,
+        completedByNonOwner: yield* one(
+          `SELECT count(*)::int AS n FROM ${t("completions")} WHERE owner IS DISTINCT FROM completed_by`
+        ),
+        completionsByDeriver: byDeriver.map((row) => `${row.completed_by}=${row.n}`).join(" "),
+        takenOver: yield* one(
+          `SELECT count(*)::int AS n FROM ${t("releases")} WHERE silent_seconds > ${staleSeconds}`
+        )
+      } satisfies Figures
+    }).pipe(Effect.provide(admin))
+    yield* Scope.close(clusterScope, Exit.void)
+    console.log(`[figures] ${label}: ${JSON.stringify(figures)}`)
+    return figures
+  }).pipe(Effect.provideService(References.MinimumLogLevel, "Error"))
+
+const assertNoWorkLost = (figures: Figures) => {
+  assert.strictEqual(figures.processed, figures.enqueued, "every item processed")
+  assert.strictEqual(figures.errored, 0, "no item marked with an error")
+  assert.strictEqual(figures.completedByNonOwner, 0, "no item completed by a worker that did not own its unit")
+}
+
+describe("Deriver through restarts and outages (dedicated cluster)", () => {
+  it.live("two fast restarts while draining: nothing lost, nothing errored", () =>
+    Effect.gen(function*() {
+      const figures = yield* scenario("two fast restarts", { pollingSleepMaxIntervalSeconds: 0.5 }, (restart) =>
+        Effect.gen(function*() {
+          yield* Effect.sleep("700 millis")
+          yield* restart(0)
+          yield* Effect.sleep("700 millis")
+          yield* restart(0)
+        }))
+      assertNoWorkLost(figures)
+    }), { timeout: 180_000 })
+
+  it.live(
+    "an outage longer than the stale timeout with two derivers: fenced takeovers, nothing lost",
+    () =>
+      Effect.gen(function*() {
+        const figures = yield* scenario(
+          "outage 6 s > stale timeout 3 s",
+          {
+            pollingSleepMaxIntervalSeconds: 0.5,
+            staleSessionTimeoutMinutes: 0.05,
+            staleWorkUnitCleanupIntervalSeconds: 0.5
+          },
+          (restart) => Effect.andThen(Effect.sleep("700 millis"), restart(6_000))
+        )
+        assertNoWorkLost(figures)
+        assert.isAbove(figures.takenOver, 0, "the outage outlasted the stale timeout: units were taken over")
+      }),
+    { timeout: 180_000 }
+  )
+})
