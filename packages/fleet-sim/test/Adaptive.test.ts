@@ -2,21 +2,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Model from "../src/Model.ts"
 import * as Simulation from "../src/Simulation.ts"
 import * as Summary from "../src/Summary.ts"
+import { followable } from "./fixtures.ts"
 
 /** One deriver (or a few), no API, no pooler costs: every poll can be followed from the series. */
-const small = (policy: Model.Policy, overrides: Partial<Model.Params> = {}): Model.Params => {
-  const preset = Model.preset("restart", policy)
-  return {
-    ...preset,
-    derivers: 1,
-    horizonSeconds: 3_600,
-    startupJitterMillis: 0,
-    pooler: { ...preset.pooler, backendCeiling: 1, connectCostMillis: 0, rejectCostMillis: 0, relayCostMillis: 0 },
-    database: { cores: 1, claimMillis: 170, contention: 0 },
-    api: { requestsPerSecond: 0, queryMillis: 20 },
-    ...overrides
-  }
-}
+const small = (policy: Model.Policy, overrides: Partial<Model.Params> = {}): Model.Params =>
+  followable(policy, { derivers: 1, horizonSeconds: 3_600 }, { startupJitterMillis: 0, ...overrides })
 
 /** The seconds in which the (single) deriver made a connection attempt: its polls. */
 const pollSeconds = (outcome: Simulation.Outcome): ReadonlyArray<number> =>

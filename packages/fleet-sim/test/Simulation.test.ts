@@ -2,27 +2,11 @@ import { assert, describe, it } from "@effect/vitest"
 import * as Model from "../src/Model.ts"
 import * as Simulation from "../src/Simulation.ts"
 import * as Summary from "../src/Summary.ts"
+import { followable } from "./fixtures.ts"
 
 /** A tiny system whose every event can be followed by hand: no pooler costs, no API, one claim at a time. */
-const tiny = (policy: Model.Policy, overrides: Partial<Model.Params> = {}): Model.Params => {
-  const preset = Model.preset("restart", policy)
-  return {
-    ...preset,
-    derivers: 3,
-    horizonSeconds: 4,
-    pooler: {
-      ...preset.pooler,
-      backendCeiling: 1,
-      threads: 1,
-      connectCostMillis: 0,
-      rejectCostMillis: 0,
-      relayCostMillis: 0
-    },
-    database: { cores: 1, claimMillis: 170, contention: 0 },
-    api: { requestsPerSecond: 0, queryMillis: 20 },
-    ...overrides
-  }
-}
+const tiny = (policy: Model.Policy, overrides: Partial<Model.Params> = {}): Model.Params =>
+  followable(policy, { derivers: 3, horizonSeconds: 4 }, overrides)
 
 const starts = (outcome: Simulation.Outcome) => outcome.claimStartTimes.map((c) => `${c.deriver}@${c.atMillis}`)
 
