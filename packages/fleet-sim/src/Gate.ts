@@ -6,16 +6,16 @@
  *
  * @since 0.2.0
  */
+import { Limit, type Settings as AdmissionSettings } from "@resilience/admission"
 import { Jitter } from "@resilience/jitter"
 import { IntQueue } from "./IntQueue.ts"
-import * as Limit from "./Limit.ts"
 
 /**
  * The gate's settings (the admission package's, read from `API_ADMISSION_*`).
  *
  * @since 0.2.0
  */
-export type Settings = Limit.Settings
+export type Settings = AdmissionSettings.Settings
 
 /**
  * What the circuit says to an arriving request.

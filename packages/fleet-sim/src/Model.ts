@@ -5,11 +5,11 @@
  *
  * @since 0.1.0
  */
+import { Settings as AdmissionSettings } from "@resilience/admission"
 import { DeriverConfig, type Overload, type Scheduling } from "@resilience/deriver"
 import type { PollBackoff } from "@resilience/jitter"
 import { Effect } from "effect"
 import type * as Gate from "./Gate.ts"
-import * as Limit from "./Limit.ts"
 import * as RetryBackoff from "./RetryBackoff.ts"
 
 /**
@@ -274,7 +274,7 @@ export const policy = (
     acquisition: failfast ? { kind: "failfast", connectTimeoutMillis } : { kind: "retry", retry },
     overload: adaptive ? overloadFor(jittered) : undefined,
     claimTimeoutMillis: adaptive ? claimTimeoutMillis : 0,
-    admission: adaptive ? { instances: apiInstances, gate: Limit.defaults } : undefined
+    admission: adaptive ? { instances: apiInstances, gate: AdmissionSettings.defaults } : undefined
   }
 }
 

@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import { Settings as AdmissionSettings } from "@resilience/admission"
 import { DeriverConfig } from "@resilience/deriver"
 import { InvalidParameter, PollBackoff } from "@resilience/jitter"
 import { Effect, Schema } from "effect"
@@ -60,7 +61,7 @@ function gateOverride(
 ): Override {
   return {
     flag,
-    description: `adaptive: ${description} (${gateVariables[key]})`,
+    description: `adaptive: ${description} (${AdmissionSettings.variables[key]})`,
     schema,
     allowed: `an integer ${range}`,
     apply: (p, v) => {
@@ -68,12 +69,6 @@ function gateOverride(
     }
   }
 }
-
-const gateVariables = {
-  maxConcurrency: "API_ADMISSION_MAX_CONCURRENCY",
-  queueTimeoutMillis: "API_ADMISSION_QUEUE_TIMEOUT_MILLIS",
-  openMillis: "API_ADMISSION_OPEN_MILLIS"
-} as const
 
 /**
  * Every parameter the CLI can override.
@@ -361,8 +356,21 @@ export const apply = (
     }).pipe(
       Effect.mapError((e) => invalidOption(flagOf[e.parameter] ?? e.parameter, e.value, e.allowed))
     )
-    return { ...params, poll, overload }
+    const admission = params.admission === undefined ? undefined : {
+      ...params.admission,
+      gate: yield* AdmissionSettings.make(params.admission.gate).pipe(
+        Effect.mapError((e) => invalidOption(gateFlagOf[e.parameter] ?? e.parameter, e.value, e.allowed))
+      )
+    }
+    return { ...params, poll, overload, admission }
   })
+
+/** The flag of each admission setting that can be overridden. */
+const gateFlagOf: Record<string, string> = {
+  maxConcurrency: "admission-max-concurrency",
+  queueTimeoutMillis: "admission-queue-timeout",
+  openMillis: "admission-open"
+}
 
 /** The flag of each deriver variable the overload settings can name in an error. */
 const flagOf: Record<string, string> = {

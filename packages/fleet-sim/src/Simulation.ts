@@ -258,7 +258,7 @@ class World {
     this.inFlightAtAdmit = new Int32Array(size)
     this.probe = new Uint8Array(size)
     const admission = params.admission
-    if (admission !== undefined) {
+    if (admission !== undefined && admission.gate.enabled) {
       for (let g = 0; g < admission.instances; g++) this.gates.push(new Gate.Gate(admission.gate, this.random))
     }
 
