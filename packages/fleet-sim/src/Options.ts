@@ -55,7 +55,7 @@ const seconds = (value: number) => value * 1000
 function gateOverride(
   flag: string,
   description: string,
-  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis",
+  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "slowMillis",
   schema: Schema.Codec<number, number>,
   range: string
 ): Override {
@@ -291,6 +291,13 @@ export const overrides: ReadonlyArray<Override> = [
     ">= 0"
   ),
   gateOverride("admission-open", "the circuit's open window, ms", "openMillis", PositiveInt, ">= 1"),
+  gateOverride(
+    "admission-slow",
+    "an answer slower than this lowers the limit, ms, 0 = never",
+    "slowMillis",
+    NonNegativeInt,
+    ">= 0"
+  ),
   {
     flag: "spike-at",
     description: "spike scenario: start of the load spike, seconds",
@@ -369,7 +376,8 @@ export const apply = (
 const gateFlagOf: Record<string, string> = {
   maxConcurrency: "admission-max-concurrency",
   queueTimeoutMillis: "admission-queue-timeout",
-  openMillis: "admission-open"
+  openMillis: "admission-open",
+  slowMillis: "admission-slow"
 }
 
 /** The flag of each deriver variable the overload settings can name in an error. */
