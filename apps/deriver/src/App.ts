@@ -9,7 +9,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName, SchemaReadiness } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
-import { Config, Context, Effect, Layer, Logger, Schema } from "effect"
+import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer } from "node:http"
@@ -55,6 +55,22 @@ export const readinessLayer = Layer.effect(
 )
 
 /**
+ * Whether the deriver's loop is alive: completed with the reason when the poller or a worker died of a defect
+ * outside a handler (`Deriver.died`). `/healthz` says so and `main.ts` ends the process non-zero.
+ *
+ * @since 0.2.0
+ */
+export class Liveness extends Context.Service<Liveness, { readonly died: Deferred.Deferred<string> }>()(
+  "@resilience/deriver-app/Liveness"
+) {
+  /** A live process. */
+  static readonly layer = Layer.effect(Liveness, Effect.map(Deferred.make<string>(), (died) => ({ died })))
+}
+
+/** The first line of a cause's pretty print: what died, without the stack. */
+const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).split("\n")[0] ?? "unknown"
+
+/**
  * Once the schema is ready, the deriver for `DB_SCHEMA` with the domain's handlers, until the layer is
  * released (SIGTERM/SIGINT through `NodeRuntime.runMain`). The process serves `/metrics` and `/readyz` meanwhile.
  *
@@ -65,9 +81,12 @@ export const deriverLayer = Layer.effectDiscard(
     const schema = yield* SchemaName.config("DB_SCHEMA")
     const config = yield* DeriverConfig.config
     const readiness = yield* Readiness
+    const liveness = yield* Liveness
     yield* Effect.forkScoped(
       readiness.await.pipe(
         Effect.andThen(Deriver.start({ schema, handlers: Domain.handlers(schema), config })),
+        Effect.flatMap((deriver) => deriver.died),
+        Effect.flatMap((cause) => Deferred.succeed(liveness.died, reasonOf(cause))),
         Effect.ignore
       )
     )
@@ -93,13 +112,32 @@ export const readyzRoute = HttpRouter.add(
 )
 
 /**
- * The Prometheus endpoint (`GET /metrics`) and `GET /readyz` on `DERIVER_METRICS_PORT`.
+ * `GET /healthz`: 200 `{"status":"ok"}` while the loop lives, 503 `{"status":"dead","reason":…}` once it died
+ * of a defect (the process is about to exit non-zero).
+ *
+ * @since 0.2.0
+ */
+export const healthzRoute = HttpRouter.add(
+  "GET",
+  "/healthz",
+  Effect.gen(function*() {
+    const liveness = yield* Liveness
+    if (!(yield* Deferred.isDone(liveness.died))) return HttpServerResponse.jsonUnsafe({ status: "ok" })
+    const reason = yield* Deferred.await(liveness.died)
+    return HttpServerResponse.jsonUnsafe({ status: "dead", reason }, { status: 503 })
+  })
+)
+
+/**
+ * The Prometheus endpoint (`GET /metrics`), `GET /readyz` and `GET /healthz` on `DERIVER_METRICS_PORT`.
  *
  * @since 0.1.0
  */
 export const metricsLayer = Layer.unwrap(Effect.gen(function*() {
   const { metricsPort } = yield* appConfig
-  return HttpRouter.serve(Layer.mergeAll(PrometheusMetrics.layerHttp({ path: "/metrics" }), readyzRoute)).pipe(
+  return HttpRouter.serve(
+    Layer.mergeAll(PrometheusMetrics.layerHttp({ path: "/metrics" }), readyzRoute, healthzRoute)
+  ).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port: metricsPort, host: "0.0.0.0" }))
   )
 }))
@@ -118,6 +156,7 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
  */
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
   Layer.provideMerge(readinessLayer),
+  Layer.provideMerge(Liveness.layer),
   Layer.provide(DbSession.layerConfig),
   Layer.provide(loggerLayer)
 )

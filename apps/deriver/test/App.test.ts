@@ -106,6 +106,11 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       const metrics = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()))
       assert.include(metrics, "deriver_polls_total")
       assert.include(metrics, "deriver_items_processed_total")
+      // A live loop says so on /healthz (a loop that died of a defect answers 503 and the process exits non-zero).
+      const health = yield* Effect.promise(() =>
+        fetch(`http://127.0.0.1:${port}/healthz`).then(async (r) => ({ status: r.status, body: await r.json() }))
+      )
+      assert.deepStrictEqual(health, { status: 200, body: { status: "ok" } })
       const signalledAt = Date.now()
       first.child.kill("SIGTERM")
       const exit = yield* Effect.promise(() => first.exited)

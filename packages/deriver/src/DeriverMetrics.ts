@@ -124,3 +124,14 @@ export const staleUnitsReleased = Metric.counter("deriver_stale_units_released_t
   description: "Ownership rows removed because their heartbeat was older than the stale timeout",
   incremental: true
 })
+
+/**
+ * Deaths of the loop outside a handler, by `where` (`poller` or `worker`): `deriver_loop_deaths_total`. Any
+ * value above 0 is a defect; the app exits non-zero and says so on `/healthz`.
+ *
+ * @since 0.2.0
+ */
+export const loopDeaths = Metric.counter("deriver_loop_deaths_total", {
+  description: "The poll loop or a worker died of a defect outside a handler (the process exits non-zero)",
+  incremental: true
+})

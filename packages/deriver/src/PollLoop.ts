@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import type { PollBackoff } from "@resilience/jitter"
-import { Clock, Deferred, Duration, Effect, Fiber, FiberSet, Metric, Option, Random, Semaphore } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Fiber, FiberSet, Metric, Option, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
 import * as Overload from "./Overload.ts"
@@ -101,6 +101,12 @@ export interface PollLoop {
   readonly shutdown: Effect.Effect<void>
   /** Completes when a shutdown has finished. */
   readonly stopped: Effect.Effect<void>
+  /**
+   * Completes, with the cause, when the poller or a worker died of a defect outside a handler (a bug in the
+   * loop itself): the loop no longer polls, or a unit is no longer worked. Logged at FATAL and counted in
+   * `deriver_loop_deaths_total{where}`; a process should end non-zero (apps/deriver does).
+   */
+  readonly died: Effect.Effect<Cause.Cause<unknown>>
 }
 
 /** Settings under which no signal changes anything (a loop without overload settings). */
@@ -119,7 +125,15 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     const held = new Set<string>()
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
+    const died = yield* Deferred.make<Cause.Cause<unknown>>()
     let stopping = false
+    /** A defect outside a handler: logged, counted and published on `died`; interruptions are not deaths. */
+    const reportDeath = (where: "poller" | "worker") => <E>(cause: Cause.Cause<E>): Effect.Effect<void> =>
+      Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.gen(function*() {
+        yield* Effect.logFatal("deriver loop died outside a handler", cause).pipe(Effect.annotateLogs({ where }))
+        yield* Metric.update(Metric.withAttributes(DeriverMetrics.loopDeaths, { where }), 1)
+        yield* Deferred.succeed(died, cause)
+      })
     // Completed when a worker becomes free; a fresh one is made before each look at the free workers, so a
     // worker freed after that look always ends the busy sleep that follows.
     let workerFreed = yield* Deferred.make<void>()
@@ -128,6 +142,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
 
     const runUnit = (unit: string) =>
       source.process(unit).pipe(
+        Effect.onError(reportDeath("worker")),
         Effect.ensuring(
           Effect.suspend(() => {
             held.delete(unit)
@@ -243,7 +258,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
       return yield* loop
     })
 
-    const poller = yield* Effect.forkDetach(main)
+    const poller = yield* Effect.forkDetach(main.pipe(Effect.onError(reportDeath("poller"))))
 
     const shutdown: Effect.Effect<void, never, R> = Effect.suspend(() => {
       if (stopping) return Deferred.await(stopped)
@@ -275,6 +290,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     return {
       held: Effect.sync(() => [...held]),
       shutdown: shutdownProvided,
-      stopped: Deferred.await(stopped)
+      stopped: Deferred.await(stopped),
+      died: Deferred.await(died)
     }
   })

@@ -4,8 +4,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { PollBackoff } from "@resilience/jitter"
-import { Clock, Deferred, Effect, Random, Ref } from "effect"
+import { Cause, Clock, Deferred, Effect, Fiber, Metric, Option, Random, Ref } from "effect"
 import { TestClock } from "effect/testing"
+import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import * as PollLoop from "../src/PollLoop.ts"
 
 type Step = "empty" | "error" | ReadonlyArray<string>
@@ -263,4 +264,53 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
       for (const d of delays) buckets[Math.min(9, Math.floor(d / 3000))]!++
       for (const count of buckets) assert.isTrue(count >= 8 && count <= 35, `bucket ${count}`)
     }).pipe(Random.withSeed("spread")))
+
+  it.effect("a defect outside a handler cannot go unnoticed: a worker's or the poller's death completes `died`", () =>
+    Effect.gen(function*() {
+      const deaths = (where: string) =>
+        Effect.map(
+          Metric.value(Metric.withAttributes(DeriverMetrics.loopDeaths, { where })),
+          (state) => state.count
+        )
+      const workerBefore = yield* deaths("worker")
+      const { loop } = yield* harness({
+        script: (i) => (i === 0 ? ["u"] : "empty"),
+        ratio: 0,
+        process: () => Effect.die(new Error("bug in the worker"))
+      })
+      yield* TestClock.adjust(0)
+      const cause = yield* loop.died
+      assert.include(Cause.pretty(cause), "bug in the worker")
+      assert.strictEqual((yield* deaths("worker")) - workerBefore, 1)
+
+      const pollerBefore = yield* deaths("poller")
+      const broken = yield* PollLoop.start({
+        poll: () => Effect.die(new Error("bug in the poll")),
+        process: () => Effect.void,
+        releaseAll: Effect.void
+      }, {
+        workers: 1,
+        backoff: settings(0),
+        startupJitterMillis: 0,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 1000
+      })
+      yield* TestClock.adjust(0)
+      assert.include(Cause.pretty(yield* broken.died), "bug in the poll")
+      assert.strictEqual((yield* deaths("poller")) - pollerBefore, 1)
+    }))
+
+  it.effect("a shutdown is not a death", () =>
+    Effect.gen(function*() {
+      const { loop } = yield* harness({ script: () => "empty", ratio: 0 })
+      yield* TestClock.adjust(0)
+      yield* loop.shutdown
+      assert.isTrue(Option.isNone(
+        yield* Effect.timeoutOption(loop.died, "1 second").pipe(
+          Effect.forkChild,
+          Effect.tap(() => TestClock.adjust("1 second")),
+          Effect.flatMap(Fiber.join)
+        )
+      ))
+    }))
 })
