@@ -10,9 +10,11 @@
  *   BENCH_CLIENTS=200 BENCH_SECONDS=5 BENCH_MAX_REQUESTS=50000 npm run bench -w @resilience/api-app
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { ApiClient } from "@resilience/api-client"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"
+import { FetchHttpClient } from "effect/http"
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
@@ -90,30 +92,18 @@ const startApi = (url: string, poolClass: "null" | "queue") =>
       API_LOG_LEVEL: "Warn"
     }, { output: "inherit", stopWith: "SIGTERM" })
     const baseUrl = `http://127.0.0.1:${port}`
-    yield* Effect.promise(async () => {
-      for (let i = 0; i < 300; i++) {
-        // ready, not only alive: the schema is migrated in the background after the server listens
-        const up = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false)
-        if (up) return
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      throw new Error("the API did not start within 30 s")
-    })
-    return baseUrl
+    // ready, not only alive: the schema is migrated in the background after the server listens
+    const client = yield* ApiClient.make({ baseUrl, maxAttempts: 100, maxDelay: "1 second" }).pipe(Effect.orDie)
+    yield* Effect.orDie(client.readyz)
+    return { baseUrl, client }
   })
 
 const program = Effect.gen(function*() {
   console.log(`bench: ${clients} clients, ≤ ${seconds} s and ≤ ${maxRequests} requests per phase, loopback only`)
   const cluster = yield* Cluster.start({ maxConnections })
   const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
-  const api = yield* startApi(proxy.url(cluster.url), "null")
-  const created = yield* Effect.promise(() =>
-    fetch(`${api}/v1/workspaces`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify({ name: "bench" })
-    }).then((r) => r.json() as Promise<{ token: string }>)
-  )
+  const { baseUrl: api, client } = yield* startApi(proxy.url(cluster.url), "null")
+  const created = yield* Effect.orDie(client.createWorkspace({ adminToken, name: "bench" }))
   const queueUrl = `${api}/v1/workspaces/bench/queue`
   const results: Array<PhaseResult> = []
 
@@ -143,7 +133,7 @@ const program = Effect.gen(function*() {
   results.push({ ...healthy, attempts: (yield* proxy.attempts) - beforeHealthy })
 
   console.log("phase 3: healthy database, in-process pool of 10 (DB_POOL_CLASS=queue)")
-  const pooled = yield* startApi(proxy.url(cluster.url), "queue")
+  const { baseUrl: pooled } = yield* startApi(proxy.url(cluster.url), "queue")
   const beforePooled = yield* proxy.attempts
   const pooledResult = yield* Effect.promise(() =>
     load("healthy-queue", `${pooled}/v1/workspaces/bench/queue`, created.token)
@@ -164,6 +154,7 @@ const program = Effect.gen(function*() {
 
 program.pipe(
   Effect.scoped,
+  Effect.provide(FetchHttpClient.layer),
   Effect.provide(Logger.layer([Logger.consoleJson])),
   Effect.provideService(References.MinimumLogLevel, "Warn"),
   NodeRuntime.runMain

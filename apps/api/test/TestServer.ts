@@ -4,12 +4,13 @@
  */
 import { Settings as Admission } from "@resilience/admission"
 import { Http, Readiness, Settings } from "@resilience/api-app"
+import { ApiClient } from "@resilience/api-client"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import type { SchemaReadiness } from "@resilience/deriver"
 import { SchemaName } from "@resilience/domain"
 import { Cause, Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
-import { HttpServer } from "effect/http"
+import { FetchHttpClient, HttpServer } from "effect/http"
 
 export const adminToken = "test-admin-token-0123456789"
 
@@ -116,12 +117,10 @@ export const request = (
     return { status: response.status, headers: response.headers, text, json, millis }
   })
 
-/** Creates a workspace with the admin token; returns its token. */
-export const createWorkspace = (server: TestServer, name: string) =>
-  Effect.map(
-    request(server, "POST", "/v1/workspaces", { token: adminToken, body: { name } }),
-    (reply) => {
-      if (reply.status !== 201) throw new Error(`create workspace ${name}: ${reply.status} ${reply.text}`)
-      return (reply.json as { token: string }).token
-    }
-  )
+/** Creates a workspace with the admin token through the API client; returns its token. */
+export const createWorkspace = (server: { readonly baseUrl: string }, name: string) =>
+  Effect.gen(function*() {
+    const client = yield* ApiClient.make({ baseUrl: server.baseUrl })
+    const created = yield* client.createWorkspace({ adminToken, name })
+    return created.token
+  }).pipe(Effect.orDie, Effect.provide(FetchHttpClient.layer))

@@ -1,54 +1,38 @@
 /**
- * The real API, in-process on an ephemeral loopback port, behind a recording HTTP proxy that notes every
+ * The real API entry point, on an ephemeral loopback port, behind a recording HTTP proxy that notes every
  * request that reaches the server (time, method, path, idempotency key, status): the client's retries are
  * counted where they land.
  */
-import { Settings as Admission } from "@resilience/admission"
-import { Http, Readiness, Settings } from "@resilience/api-app"
-import { RetryAfter } from "@resilience/api-errors"
-import { DbSession } from "@resilience/db-session"
-import { SchemaName } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { EntryPoint, HttpStandIn } from "@resilience/test-db"
-import { Context, Effect, Layer, Logger, Redacted } from "effect"
-import { HttpServer } from "effect/http"
+import { Effect } from "effect"
 import { request as forward } from "node:http"
+import { ApiClient } from "../src/index.ts"
 
 export const adminToken = "client-test-admin-token-0123"
 
-/** The API on `url`'s database; ready (schema migrated) when returned. */
+/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
+const waiting = { maxTokens: 1_000_000, ratio: 1 }
+
+/**
+ * The real API entry point on `url`'s database with `Retry-After: retryAfterSeconds`, ready (schema migrated)
+ * when returned; its base URL. The admission gate is off: the client's retries are under test, and an open
+ * circuit would put the rest of its window into Retry-After, above these tests' retry caps.
+ */
 export const startApi = (
   options: { readonly url: string; readonly retryAfterSeconds: number; readonly schema: string }
 ) =>
   Effect.gen(function*() {
-    const settings: Settings.Settings = {
-      port: 0,
-      host: "127.0.0.1",
-      schema: SchemaName.makeUnsafe(options.schema),
-      adminToken: Redacted.make(adminToken),
-      maxBodyBytes: 64 * 1024,
-      retryAfter: RetryAfter.fixed(options.retryAfterSeconds),
-      migrate: true,
-      // The client's retries are under test, not the admission gate: an open circuit would put the rest of
-      // its window into Retry-After, above these tests' retry caps.
-      admission: { ...Admission.defaults, enabled: false }
-    }
-    const context = yield* Layer.build(
-      Http.server.pipe(
-        Layer.provide(DbSession.layer({
-          url: options.url,
-          connectTimeout: "2 seconds",
-          poolClass: "null",
-          poolSize: 10,
-          driver: "pg",
-          applicationName: "api-client-test"
-        })),
-        Layer.provide(Settings.AppSettings.layer(settings)),
-        Layer.provide(Logger.layer([]))
-      )
+    const baseUrl = yield* spawnApi({
+      url: options.url,
+      schema: options.schema,
+      env: { API_RETRY_AFTER_SECONDS: String(options.retryAfterSeconds), API_ADMISSION_ENABLED: "false" }
+    })
+    const client = yield* ApiClient.make({ baseUrl, maxAttempts: 100, maxDelay: "1 second", budget: waiting }).pipe(
+      Effect.orDie
     )
-    yield* Effect.orDie(Context.get(context, Readiness.Readiness).await)
-    return HttpServer.formatAddress(Context.get(context, HttpServer.HttpServer).address)
+    yield* Effect.orDie(client.readyz)
+    return baseUrl
   })
 
 /** One request as it reached the server. */
