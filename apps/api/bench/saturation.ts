@@ -16,6 +16,9 @@ import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"
 import { FetchHttpClient } from "effect/http"
 
+/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
+const waiting = { maxTokens: 1_000_000, ratio: 1 }
+
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
 const maxRequests = Number(process.env.BENCH_MAX_REQUESTS ?? 50_000)
@@ -93,7 +96,9 @@ const startApi = (url: string, poolClass: "null" | "queue") =>
     }, { output: "inherit", stopWith: "SIGTERM" })
     const baseUrl = `http://127.0.0.1:${port}`
     // ready, not only alive: the schema is migrated in the background after the server listens
-    const client = yield* ApiClient.make({ baseUrl, maxAttempts: 100, maxDelay: "1 second" }).pipe(Effect.orDie)
+    const client = yield* ApiClient.make({ baseUrl, maxAttempts: 100, maxDelay: "1 second", budget: waiting }).pipe(
+      Effect.orDie
+    )
     yield* Effect.orDie(client.readyz)
     return { baseUrl, client }
   })

@@ -27,6 +27,9 @@ import { randomUUID } from "node:crypto"
 import { ApiClient, RetryPolicy } from "../src/index.ts"
 import { adminToken, type Arrival, recordingProxy, spawnApi } from "../test/support.ts"
 
+/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
+const waiting = { maxTokens: 1_000_000, ratio: 1 }
+
 const clients = Math.min(2000, Number(process.env.BENCH_CLIENTS ?? 200))
 const saturationSeconds = Math.min(10, Number(process.env.BENCH_SATURATION_SECONDS ?? 10))
 
@@ -135,9 +138,10 @@ const program = Effect.gen(function*() {
   const cluster = yield* Cluster.start({ maxConnections: 30 })
   const api = yield* spawnApi({ url: cluster.url, schema: "bench" })
   const proxy = yield* recordingProxy(api)
-  const setup = yield* ApiClient.make({ baseUrl: proxy.url, maxAttempts: 100, maxDelay: "2 seconds" }).pipe(
-    Effect.orDie
-  )
+  const setup = yield* ApiClient.make({ baseUrl: proxy.url, maxAttempts: 100, maxDelay: "2 seconds", budget: waiting })
+    .pipe(
+      Effect.orDie
+    )
   yield* Effect.orDie(setup.readyz)
   const { token } = yield* Effect.orDie(setup.createWorkspace({ adminToken, name: "bench" }))
   const results = []

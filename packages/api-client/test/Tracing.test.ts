@@ -12,6 +12,9 @@ import { FetchHttpClient } from "effect/http"
 import { ApiClient } from "../src/index.ts"
 import { adminToken, spawnApi } from "./support.ts"
 
+/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
+const waiting = { maxTokens: 1_000_000, ratio: 1 }
+
 interface ReceivedSpan {
   readonly service: string
   readonly name: string
@@ -75,7 +78,8 @@ describe("OTLP export", () => {
             const client = yield* ApiClient.make({
               baseUrl,
               maxAttempts: 100,
-              maxDelay: "1 second"
+              maxDelay: "1 second",
+              budget: waiting
             })
               .pipe(Effect.orDie)
             yield* Effect.orDie(client.readyz)
