@@ -9,9 +9,6 @@ import { Effect } from "effect"
 import { request as forward } from "node:http"
 import { ApiClient } from "../src/index.ts"
 
-/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
-const waiting = { maxTokens: 1_000_000, ratio: 1 }
-
 export const adminToken = "client-test-admin-token-0123"
 
 /** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
