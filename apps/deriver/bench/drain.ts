@@ -1,6 +1,6 @@
 /**
  * Benchmark (not a test): how long a tenant waits for its representations. 300 messages are posted through
- * the real API (its own process, `apps/api/src/main.ts`), each to its own session, so they enqueue 300
+ * the real API (its own process, `apps/api/src/main.ts`) with `@resilience/api-client`, each to its own session, so they enqueue 300
  * single-item `representation` units; one deriver with the production defaults (base 1 s, max 30 s, jitter
  * 0.5; startup jitter off), running in this process with the domain's handlers since before the first post,
  * drains them. Reports the time from the first post to the last representation, and from the last accepted
@@ -10,12 +10,14 @@
  *   BENCH_UNITS=300 npm run bench -w @resilience/deriver-app
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { ApiClient } from "@resilience/api-client"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { EntryPoint } from "@resilience/test-db"
 import { Effect, Exit, Logger, References, Scope } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { fileURLToPath } from "node:url"
 
 const units = Number(process.env.BENCH_UNITS ?? 300)
@@ -38,46 +40,36 @@ const startApi = (url: string, schema: string) =>
       API_LOG_LEVEL: "Warn"
     }, { output: "inherit", stopWith: "SIGTERM" })
     const baseUrl = `http://127.0.0.1:${port}`
-    yield* Effect.promise(async () => {
-      for (let i = 0; i < 300; i++) {
-        const up = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false)
-        if (up) return
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      throw new Error("the API did not start within 30 s")
-    })
-    return baseUrl
+    // a readiness wait is one long poll: a budget that does not run out
+    const waiting = yield* ApiClient.make({
+      baseUrl,
+      maxAttempts: 100,
+      maxDelay: "1 second",
+      budget: { maxTokens: 1_000_000, ratio: 1 }
+    }).pipe(Effect.orDie)
+    yield* Effect.orDie(waiting.readyz)
+    return yield* ApiClient.make({ baseUrl }).pipe(Effect.orDie)
   })
 
-/** Posts one message to each of `units` sessions with `clients` concurrent clients; returns when all are accepted. */
-const postAll = async (api: string, workspace: string, token: string) => {
-  let next = 0
-  const client = async () => {
-    while (next < units) {
-      const i = next++
-      const response = await fetch(`${api}/v1/workspaces/${workspace}/sessions/s${i}/messages`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ messages: [{ peer: "alice", content: `message ${i}` }] })
-      })
-      await response.arrayBuffer()
-      if (!response.ok) throw new Error(`POST ${i}: ${response.status}`)
-    }
-  }
-  await Promise.all(Array.from({ length: clients }, client))
-}
+/** Posts one message to each of `units` sessions, `clients` at a time; returns when all are accepted. */
+const postAll = (api: ApiClient.ApiClient, workspace: string, token: string) =>
+  Effect.forEach(
+    Array.from({ length: units }, (_, i) => i),
+    (i) =>
+      api.appendMessages({
+        token,
+        workspace,
+        session: `s${i}`,
+        messages: [{ peer: "alice", content: `message ${i}` }]
+      }),
+    { concurrency: clients, discard: true }
+  ).pipe(Effect.orDie)
 
-const run = (api: string, schemaName: string, workers: number, poolClass: "null" | "queue") =>
+const run = (api: ApiClient.ApiClient, schemaName: string, workers: number, poolClass: "null" | "queue") =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe(schemaName)
     const workspace = `w${workers}${poolClass}`
-    const created = yield* Effect.promise(() =>
-      fetch(`${api}/v1/workspaces`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-        body: JSON.stringify({ name: workspace })
-      }).then((r) => r.json() as Promise<{ token: string }>)
-    )
+    const created = yield* Effect.orDie(api.createWorkspace({ adminToken, name: workspace }))
     const db = yield* DbSession
     const config = yield* Effect.orDie(DeriverConfig.make({ workers, pollingStartupJitterSeconds: 0 }))
     const scope = yield* Scope.make()
@@ -88,7 +80,7 @@ const run = (api: string, schemaName: string, workers: number, poolClass: "null"
       [`representation:${workspace}:%`]
     ).pipe(Effect.map((rows) => rows[0]!.n))
     const started = now()
-    yield* Effect.promise(() => postAll(api, workspace, created.token))
+    yield* postAll(api, workspace, created.token)
     const posted = now()
     const deadline = posted + 120_000
     while ((yield* pending) > 0 && now() < deadline) yield* Effect.sleep("5 millis")
@@ -141,6 +133,7 @@ const program = Effect.gen(function*() {
 
 NodeRuntime.runMain(
   Effect.scoped(program).pipe(
+    Effect.provide(FetchHttpClient.layer),
     Effect.provide(Logger.layer([])),
     Effect.provideService(References.MinimumLogLevel, "Error")
   )
