@@ -13,7 +13,7 @@
 import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
-import { Clock, Duration, Effect, Layer, Metric, Predicate, Random } from "effect"
+import { Clock, Duration, Effect, Layer, Metric, Predicate, Random, Result } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -71,6 +71,8 @@ interface Context<R> {
    * workers unit keys; each worker takes its claim, with its fencing token, when it starts).
    */
   readonly claims: Map<string, Array<Queue.Claim>>
+  /** The first batch of each claimed unit, read by the claim statement itself (by ownership row id). */
+  readonly prefetched: Map<string, ReadonlyArray<Queue.Item>>
 }
 
 /** One checkout of this deriver, through its gate (waits while the process backs off). */
@@ -88,13 +90,14 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
   ctx.gate.runNow(ctx.session.withConnection((connection) =>
     Effect.gen(function*() {
       if (cleanup) yield* cleanupStale(ctx, connection)
-      const claimed = yield* Queue.claim(connection, ctx.schema, limit, ctx.owner)
-      for (const claim of claimed) {
+      const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
+      for (const { claim, items } of claimed) {
         const waiting = ctx.claims.get(claim.workUnitKey)
         if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
         else waiting.push(claim)
+        ctx.prefetched.set(claim.id, items)
       }
-      return claimed.map((claim) => claim.workUnitKey)
+      return claimed.map(({ claim }) => claim.workUnitKey)
     })
   )).pipe(
     Effect.tap(() => ctx.conditions.recovered),
@@ -304,8 +307,12 @@ const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
     const unit = claim.workUnitKey
     let failures = PollBackoff.initial(ctx.workerBackoff)
     while (true) {
-      const batch = yield* checkout(ctx, (connection) =>
-        Queue.nextItems(connection, ctx.schema, claim, ctx.config.batchSize)).pipe(Effect.result)
+      const prefetched = ctx.prefetched.get(claim.id)
+      ctx.prefetched.delete(claim.id)
+      const batch = prefetched !== undefined
+        ? Result.succeed(prefetched)
+        : yield* checkout(ctx, (connection) => Queue.nextItems(connection, ctx.schema, claim, ctx.config.batchSize))
+          .pipe(Effect.result)
       if (batch._tag === "Failure") {
         yield* ctx.conditions.report("could not read the unit's items; backing off", batch.failure, { unit })
         failures = yield* sleepAfterFailure(ctx, failures)
@@ -430,7 +437,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         backoff: workerBackoff,
         isUnavailable: Classify.isUnavailable
       }),
-      claims: new Map()
+      claims: new Map(),
+      prefetched: new Map()
     }
     const loop = yield* PollLoop.start<R>(
       {

@@ -102,7 +102,12 @@ export const enqueue = (
  *
  * @since 0.1.0
  */
-export const claimSql = (schema: SchemaName.SchemaName): string => {
+export const claimSql = (schema: SchemaName.SchemaName): string =>
+  `${claimCtes(schema)}
+SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+
+/** The candidates and the ownership rows inserted for them: the part every claim statement shares. */
+const claimCtes = (schema: SchemaName.SchemaName): string => {
   const { queue, sessions } = tables(schema)
   return `WITH candidates AS MATERIALIZED (
   SELECT q.work_unit_key, min(q.id) AS first_id
@@ -117,9 +122,54 @@ export const claimSql = (schema: SchemaName.SchemaName): string => {
   SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id
   ON CONFLICT (work_unit_key) DO NOTHING
   RETURNING work_unit_key, id
-)
-SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+)`
 }
+
+/**
+ * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` unprocessed
+ * items in id order (as JSON text): the claim and the first read of each unit in one round trip. Fenced by
+ * construction: the items are read by the statement that made the claim.
+ *
+ * @since 0.2.0
+ */
+export const claimWithItemsSql = (schema: SchemaName.SchemaName): string =>
+  `${claimCtes(schema)}
+SELECT c.work_unit_key, claimed.id::text AS id,
+  (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload)
+                            ORDER BY i.id), '[]')::text
+   FROM (SELECT q.id, q.task_type, q.payload FROM ${tables(schema).queue} q
+         WHERE q.work_unit_key = c.work_unit_key AND NOT q.processed ORDER BY q.id LIMIT $3) i) AS items
+FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+
+/**
+ * Claims up to `limit` work units for `owner` with the first `batchSize` items of each (see
+ * {@link claimWithItemsSql}), oldest first.
+ *
+ * @since 0.2.0
+ */
+export const claimWithItems = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  limit: number,
+  owner: string,
+  batchSize: number
+): Effect.Effect<ReadonlyArray<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }>, QueryError> =>
+  limit <= 0
+    ? Effect.succeed([])
+    : Effect.map(
+      connection.query<{ work_unit_key: string; id: string; items: string }>(claimWithItemsSql(schema), [
+        limit,
+        owner,
+        batchSize
+      ]),
+      (rows) =>
+        rows.map((row) => ({
+          claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
+          items: (JSON.parse(row.items) as ReadonlyArray<{ id: string; task_type: string; payload: unknown }>).map((
+            item
+          ) => ({ id: item.id, workUnitKey: row.work_unit_key, taskType: item.task_type, payload: item.payload }))
+        }))
+    )
 
 /**
  * Claims up to `limit` work units for `owner` (see {@link claimSql}); returns the {@link Claim}s, oldest first.

@@ -173,4 +173,20 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.include(text, "queue_unprocessed_idx", text)
       assert.notInclude(text, `Seq Scan on queue q`, text)
     }))
+
+  it.effect("a claim with items returns each unit's first batch, the same items a read under the claim returns", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      yield* db.withConnection((c) => Queue.enqueue(c, schema, [...items("a", 3), ...items("b", 1), ...items("a", 2)]))
+      yield* db.query(`UPDATE ${SchemaName.qualify(schema, "queue")} SET processed = true WHERE id = 1`)
+      const claimed = yield* db.withConnection((c) => Queue.claimWithItems(c, schema, 10, "me", 3))
+      assert.deepStrictEqual(claimed.map(({ claim }) => claim.workUnitKey), ["a", "b"])
+      for (const { claim, items: batch } of claimed) {
+        assert.strictEqual(claim.owner, "me")
+        assert.deepStrictEqual(batch, yield* db.withConnection((c) => Queue.nextItems(c, schema, claim, 3)))
+      }
+      assert.deepStrictEqual(claimed[0]!.items.map((item) => item.payload), [{ i: 1 }, { i: 2 }, { i: 0 }])
+      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claimWithItems(c, schema, 10, "other", 3)), [])
+    }))
 })
