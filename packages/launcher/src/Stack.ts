@@ -58,9 +58,9 @@ export const start = Effect.fnUntraced(function*(options: Options) {
   })
   const apiUrl = `http://127.0.0.1:${options.apiPort}`
   const deriverUrl = `http://127.0.0.1:${options.deriverMetricsPort}`
+  yield* Effect.log(`api pid ${api.process.pid}, deriver pid ${deriver.process.pid}`)
   yield* Readiness.wait({ child: api, check: yield* Readiness.api(apiUrl) })
   yield* Readiness.wait({ child: deriver, check: yield* Readiness.deriver(deriverUrl) })
-  yield* Effect.log(`api pid ${api.process.pid}, deriver pid ${deriver.process.pid}`)
   return {
     databaseUrl,
     embedded: Option.isNone(options.databaseUrl),

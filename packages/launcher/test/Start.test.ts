@@ -1,7 +1,7 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
-import { TestDatabase } from "@resilience/test-db"
+import { ClosedPort, TestDatabase } from "@resilience/test-db"
 import { Duration, Effect, Fiber, Logger, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
@@ -27,6 +27,40 @@ const databaseAndPorts = Effect.all({
   apiPort: Cluster.freePort,
   metricsPort: Cluster.freePort
 })
+
+/**
+ * `npm start`'s launcher as its own process with `env`, until its output has the children's pids and matches
+ * `until`; `stop(signal)` then signals it and yields its exit code. Data directory and process go with the scope.
+ */
+const launchUntil = (env: Record<string, string>, until: RegExp) =>
+  Effect.gen(function*() {
+    const dataDirectory = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "launcher-test-"))),
+      (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
+    )
+    const launcher = spawn(process.execPath, [
+      "--conditions=@resilience/source",
+      join(Stack.repositoryRoot, "packages/launcher/src/bin/start.ts")
+    ], { env: { ...process.env, ...env, RESILIENCE_DATA_DIR: dataDirectory }, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    const pids = yield* Effect.callback<ReadonlyArray<number>>((resume) => {
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString("utf8")
+        const match = /api pid (\d+), deriver pid (\d+)/.exec(output)
+        if (match !== null && until.test(output)) resume(Effect.succeed([Number(match[1]), Number(match[2])]))
+      }
+      launcher.stdout.on("data", onData)
+      launcher.stderr.on("data", onData)
+      launcher.once("exit", (code) => resume(Effect.die(new Error(`launcher exited ${code}: ${output}`))))
+    })
+    const stop = (signal: NodeJS.Signals) =>
+      Effect.callback<number | null>((resume) => {
+        launcher.kill(signal)
+        if (launcher.exitCode !== null) resume(Effect.succeed(launcher.exitCode))
+        else launcher.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
+      })
+    return { pids, output: () => output, stop }
+  })
 
 describe("the production entry points", () => {
   it.live(
@@ -94,54 +128,41 @@ describe("the production entry points", () => {
       }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)))
   })
 
+  it.live(
+    "Ctrl-C while npm start waits for an unreachable database: exit code 0, no orphans",
+    () =>
+      Effect.gen(function*() {
+        const closed = yield* ClosedPort.find
+        const launcher = yield* launchUntil({
+          DATABASE_URL: closed.url,
+          API_PORT: String(yield* Cluster.freePort),
+          DERIVER_METRICS_PORT: String(yield* Cluster.freePort)
+        }, /waiting for api: .+; retrying in/)
+        for (const pid of launcher.pids) assert.isTrue(Orphans.isAlive(pid))
+        assert.strictEqual(yield* launcher.stop("SIGINT"), 0, launcher.output())
+        for (const pid of launcher.pids) assert.isFalse(Orphans.isAlive(pid), `pid ${pid} outlived the launcher`)
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
   layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
     it.effect("npm start's launcher stops the deriver, the API and itself on SIGTERM, exit code 0, no orphans", () =>
       Effect.gen(function*() {
         const { apiPort, metricsPort, url } = yield* databaseAndPorts
-        const dataDirectory = yield* Effect.acquireRelease(
-          Effect.sync(() => mkdtempSync(join(tmpdir(), "launcher-test-"))),
-          (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
-        )
-        const launcher = spawn(process.execPath, [
-          "--conditions=@resilience/source",
-          join(Stack.repositoryRoot, "packages/launcher/src/bin/start.ts")
-        ], {
-          env: {
-            ...process.env,
-            DATABASE_URL: url,
-            DB_SCHEMA: "tenant_sigterm",
-            API_PORT: String(apiPort),
-            DERIVER_METRICS_PORT: String(metricsPort),
-            DERIVER_MIGRATE: "true",
-            RESILIENCE_DATA_DIR: dataDirectory
-          },
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-        let output = ""
-        const pids = yield* Effect.callback<ReadonlyArray<number>>((resume) => {
-          const onData = (chunk: Buffer) => {
-            output += chunk.toString("utf8")
-            const match = /api pid (\d+), deriver pid (\d+)/.exec(output)
-            if (match !== null && output.includes("\nready\n")) {
-              resume(Effect.succeed([Number(match[1]), Number(match[2])]))
-            }
-          }
-          launcher.stdout.on("data", onData)
-          launcher.stderr.on("data", onData)
-          launcher.once("exit", (code) => resume(Effect.die(new Error(`launcher exited ${code}: ${output}`))))
-        })
+        const launcher = yield* launchUntil({
+          DATABASE_URL: url,
+          DB_SCHEMA: "tenant_sigterm",
+          API_PORT: String(apiPort),
+          DERIVER_METRICS_PORT: String(metricsPort),
+          DERIVER_MIGRATE: "true"
+        }, /\nready\n/)
         assert.match(
-          output,
+          launcher.output(),
           /curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/workspaces\/demo-tenant_sigterm\/sessions/
         )
-        for (const pid of pids) assert.isTrue(Orphans.isAlive(pid))
-        launcher.kill("SIGTERM")
-        const code = yield* Effect.callback<number | null>((resume) => {
-          if (launcher.exitCode !== null) resume(Effect.succeed(launcher.exitCode))
-          else launcher.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
-        })
-        assert.strictEqual(code, 0, output)
-        for (const pid of pids) assert.isFalse(Orphans.isAlive(pid), `pid ${pid} outlived the launcher`)
+        for (const pid of launcher.pids) assert.isTrue(Orphans.isAlive(pid))
+        assert.strictEqual(yield* launcher.stop("SIGTERM"), 0, launcher.output())
+        for (const pid of launcher.pids) assert.isFalse(Orphans.isAlive(pid), `pid ${pid} outlived the launcher`)
       }).pipe(Effect.scoped))
   })
 })
