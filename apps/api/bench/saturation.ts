@@ -24,7 +24,6 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 5)
 const maxRequests = Number(process.env.BENCH_MAX_REQUESTS ?? 50_000)
 const maxConnections = 260
 const adminToken = "bench-admin-token-0123456789"
-const main = "apps/api/src/main.ts"
 
 interface PhaseResult {
   readonly name: string
@@ -84,17 +83,7 @@ const load = async (
 /** Spawns the real entry point (its own process, so the load generator does not share its event loop). */
 const startApi = (url: string, poolClass: "null" | "queue") =>
   Effect.gen(function*() {
-    const port = yield* Cluster.freePort
-    yield* EntryPoint.start(main, {
-      DATABASE_URL: url,
-      DB_SCHEMA: "bench",
-      DB_POOL_CLASS: poolClass,
-      API_PORT: String(port),
-      API_HOST: "127.0.0.1",
-      API_ADMIN_TOKEN: adminToken,
-      API_LOG_LEVEL: "Warn"
-    }, { output: "inherit", stopWith: "SIGTERM" })
-    const baseUrl = `http://127.0.0.1:${port}`
+    const baseUrl = yield* EntryPoint.api({ url, schema: "bench", adminToken, env: { DB_POOL_CLASS: poolClass } })
     // ready, not only alive: the schema is migrated in the background after the server listens
     const client = yield* ApiClient.make({ baseUrl, maxAttempts: 100, maxDelay: "1 second", budget: waiting }).pipe(
       Effect.orDie

@@ -18,28 +18,16 @@ import { Cluster } from "@resilience/local-postgres"
 import { EntryPoint } from "@resilience/test-db"
 import { Effect, Exit, Logger, References, Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { fileURLToPath } from "node:url"
 
 const units = Number(process.env.BENCH_UNITS ?? 300)
 const clients = 10
 const adminToken = "bench-admin-token-0123456789"
-const apiMain = fileURLToPath(new URL("../../api/src/main.ts", import.meta.url))
 const now = () => performance.now()
 
 /** Spawns the API on the schema and waits until it is ready (its migrations ran). */
 const startApi = (url: string, schema: string) =>
   Effect.gen(function*() {
-    const port = yield* Cluster.freePort
-    yield* EntryPoint.start(apiMain, {
-      DATABASE_URL: url,
-      DB_SCHEMA: schema,
-      DB_POOL_CLASS: "queue",
-      API_PORT: String(port),
-      API_HOST: "127.0.0.1",
-      API_ADMIN_TOKEN: adminToken,
-      API_LOG_LEVEL: "Warn"
-    }, { output: "inherit", stopWith: "SIGTERM" })
-    const baseUrl = `http://127.0.0.1:${port}`
+    const baseUrl = yield* EntryPoint.api({ url, schema, adminToken, env: { DB_POOL_CLASS: "queue" } })
     // a readiness wait is one long poll: a budget that does not run out
     const waiting = yield* ApiClient.make({
       baseUrl,

@@ -3,7 +3,6 @@
  * request that reaches the server (time, method, path, idempotency key, status): the client's retries are
  * counted where they land.
  */
-import { Cluster } from "@resilience/local-postgres"
 import { EntryPoint, HttpStandIn } from "@resilience/test-db"
 import { Effect } from "effect"
 import { request as forward } from "node:http"
@@ -75,22 +74,7 @@ export const recordingProxy = (target: string) =>
     return { url, arrivals }
   })
 
-const apiMain = "apps/api/src/main.ts"
-
 /** The real API entry point as its own process on a free loopback port (stopped with the scope); its base URL. */
 export const spawnApi = (
   options: { readonly url: string; readonly schema: string; readonly env?: Record<string, string> }
-) =>
-  Effect.gen(function*() {
-    const port = yield* Cluster.freePort
-    yield* EntryPoint.start(apiMain, {
-      DATABASE_URL: options.url,
-      DB_SCHEMA: options.schema,
-      API_PORT: String(port),
-      API_HOST: "127.0.0.1",
-      API_ADMIN_TOKEN: adminToken,
-      API_LOG_LEVEL: "Error",
-      ...options.env
-    }, { output: "inherit", stopWith: "SIGTERM" })
-    return `http://127.0.0.1:${port}`
-  })
+) => EntryPoint.api({ ...options, adminToken, logLevel: "Error" })

@@ -3,6 +3,7 @@
  * (`node --conditions=@resilience/source <entry>`, from the repository root), with only the environment a test
  * gives it: the tests that start the apps the way an operator does.
  */
+import { Cluster } from "@resilience/local-postgres"
 import { Effect, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -74,3 +75,36 @@ export const start = (
         clearTimeout(force)
       })
   )
+
+/** How to run the API's entry point. */
+export interface ApiOptions {
+  /** `DATABASE_URL`. */
+  readonly url: string
+  /** `DB_SCHEMA`. */
+  readonly schema: string
+  /** `API_ADMIN_TOKEN`. */
+  readonly adminToken: string
+  /** `API_LOG_LEVEL` (default `Warn`). */
+  readonly logLevel?: string
+  /** Any other settings (`DB_POOL_CLASS`, `API_RETRY_AFTER_SECONDS`, …). */
+  readonly env?: Record<string, string>
+}
+
+/**
+ * The API's entry point (`apps/api/src/main.ts`) on a free loopback port, its output shown, stopped with SIGTERM
+ * when the scope closes; yields its base URL. It listens at once; whether it is ready is for `/readyz` to say.
+ */
+export const api = (options: ApiOptions): Effect.Effect<string, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const port = yield* Cluster.freePort
+    yield* start("apps/api/src/main.ts", {
+      DATABASE_URL: options.url,
+      DB_SCHEMA: options.schema,
+      API_PORT: String(port),
+      API_HOST: "127.0.0.1",
+      API_ADMIN_TOKEN: options.adminToken,
+      API_LOG_LEVEL: options.logLevel ?? "Warn",
+      ...options.env
+    }, { output: "inherit", stopWith: "SIGTERM" })
+    return `http://127.0.0.1:${port}`
+  })
