@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Model from "./Model.ts"
+import type * as Recorder from "./Recorder.ts"
 import type * as Simulation from "./Simulation.ts"
 
 /**
@@ -12,7 +13,22 @@ import type * as Simulation from "./Simulation.ts"
  *
  * @since 0.1.0
  */
-export interface Summary {
+export interface Summary extends
+  Pick<
+    Recorder.Totals,
+    | "polls"
+    | "connectionAttempts"
+    | "rejections"
+    | "timeouts"
+    | "failedPolls"
+    | "claimsCancelled"
+    | "apiRequests"
+    | "apiServed"
+    | "apiFailed"
+    | "apiShed"
+    | "events"
+  >
+{
   readonly peakActiveBackends: number
   readonly meanActiveBackends: number
   readonly peakClientConnections: number
@@ -33,17 +49,6 @@ export interface Summary {
   readonly settledMaxClaimStartsPerSecond: number
   /** `settledMean + 5·sqrt(settledMean)`: the bound a desynchronized fleet stays under. */
   readonly settledHerdBound: number
-  readonly polls: number
-  readonly connectionAttempts: number
-  readonly rejections: number
-  readonly timeouts: number
-  readonly failedPolls: number
-  readonly claimsCancelled: number
-  readonly apiRequests: number
-  readonly apiServed: number
-  readonly apiFailed: number
-  readonly apiShed: number
-  readonly events: number
   readonly wallSeconds: number
 }
 
