@@ -89,7 +89,10 @@ type HandlerOutcome = { readonly failed: string | undefined } | { readonly datab
 const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
   ctx.gate.runNow(ctx.session.withConnection((connection) =>
     Effect.gen(function*() {
-      if (cleanup) yield* cleanupStale(ctx, connection)
+      if (cleanup) {
+        yield* cleanupStale(ctx, connection)
+        yield* pruneHistory(ctx, connection)
+      }
       const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
       for (const { claim, items } of claimed) {
         const waiting = ctx.claims.get(claim.workUnitKey)
@@ -125,6 +128,36 @@ const capacity = <R>(ctx: Context<R>) => (held: number): Effect.Effect<number | 
     const state = yield* ctx.gate.state
     yield* Metric.update(DeriverMetrics.checkoutLimit, Math.floor(state.limit))
     return Math.max(0, Math.floor(state.limit) - held)
+  })
+
+/** Batches of the history retention per cleanup round: small statements, at most this many per round. */
+const historyBatchSize = 1000
+const historyBatchesPerRound = 10
+
+/**
+ * The history retention, with the stale cleanup (so on its jittered schedule): deletes processed items older
+ * than the retention window in batches of {@link historyBatchSize}, until a batch comes back short or
+ * {@link historyBatchesPerRound} batches ran.
+ */
+const pruneHistory = <R>(ctx: Context<R>, connection: Connection) =>
+  Effect.gen(function*() {
+    let total = 0
+    for (let batch = 0; batch < historyBatchesPerRound; batch++) {
+      const deleted = yield* Queue.pruneHistory(
+        connection,
+        ctx.schema,
+        ctx.config.historyRetentionMillis / 1000,
+        historyBatchSize
+      )
+      total += deleted
+      if (deleted < historyBatchSize) break
+    }
+    if (total > 0) {
+      yield* Metric.update(DeriverMetrics.historyPruned, total)
+      yield* Effect.logDebug("pruned processed items past the retention").pipe(
+        Effect.annotateLogs({ schema: ctx.schema, deleted: total })
+      )
+    }
   })
 
 const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>

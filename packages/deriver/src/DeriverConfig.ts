@@ -37,6 +37,11 @@ export interface DeriverConfig {
    * signal it changes nothing.
    */
   readonly overload: Overload.Settings
+  /**
+   * Processed items older than this are deleted by the maintenance that runs with the stale cleanup
+   * (`DERIVER_HISTORY_RETENTION_HOURS`), in small batches.
+   */
+  readonly historyRetentionMillis: number
 }
 
 /**
@@ -64,6 +69,7 @@ export interface Input {
   /** Default: ten times the max interval. */
   readonly overloadMaxIntervalSeconds?: number | undefined
   readonly overloadRecoveryFactor?: number | undefined
+  readonly historyRetentionHours?: number | undefined
 }
 
 /**
@@ -86,7 +92,8 @@ export const variables = {
   batchSize: "DERIVER_BATCH_SIZE",
   overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
   overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
-  overloadRecoveryFactor: "DERIVER_OVERLOAD_RECOVERY_FACTOR"
+  overloadRecoveryFactor: "DERIVER_OVERLOAD_RECOVERY_FACTOR",
+  historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS"
 } as const satisfies Record<keyof Input, string>
 
 /**
@@ -107,7 +114,8 @@ export const defaults = {
   shutdownGraceSeconds: 10,
   batchSize: 20,
   overloadSlowPollSeconds: 2,
-  overloadRecoveryFactor: 1.5
+  overloadRecoveryFactor: 1.5,
+  historyRetentionHours: 168
 } as const
 
 /**
@@ -130,6 +138,7 @@ const nonNegativeSeconds = (value: number, parameter: string) =>
     toMillis
   )
 const positiveMinutes = Parameters.check(Parameters.PositiveMillis, "a finite number of minutes > 0")
+const positiveHours = Parameters.check(Parameters.PositiveMillis, "a finite number of hours > 0")
 const factorAboveOne = Parameters.check(Schema.Finite.check(Schema.isGreaterThan(1)), "a finite number > 1")
 const toMillis = (seconds: number) => seconds * 1000
 
@@ -186,6 +195,8 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
     )
     const recovery = input.overloadRecoveryFactor ?? defaults.overloadRecoveryFactor
     const recoveryFactor = yield* factorAboveOne(recovery, variables.overloadRecoveryFactor)
+    const retention = input.historyRetentionHours ?? defaults.historyRetentionHours
+    const historyRetentionMillis = (yield* positiveHours(retention, variables.historyRetentionHours)) * 3_600_000
     const backoff: PollBackoff.Settings = {
       baseMillis,
       multiplier,
@@ -202,7 +213,8 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryFactor }
+      overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryFactor },
+      historyRetentionMillis
     }
   })
 
@@ -229,7 +241,8 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   batchSize: optionalNumber(variables.batchSize),
   overloadSlowPollSeconds: optionalNumber(variables.overloadSlowPollSeconds),
   overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
-  overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor)
+  overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor),
+  historyRetentionHours: optionalNumber(variables.historyRetentionHours)
 }).pipe(
   Config.map((options) => {
     const input: Record<string, unknown> = {}

@@ -135,3 +135,13 @@ export const loopDeaths = Metric.counter("deriver_loop_deaths_total", {
   description: "The poll loop or a worker died of a defect outside a handler (the process exits non-zero)",
   incremental: true
 })
+
+/**
+ * Processed items deleted by the history retention: `deriver_history_pruned_total`.
+ *
+ * @since 0.2.0
+ */
+export const historyPruned = Metric.counter("deriver_history_pruned_total", {
+  description: "Processed items deleted because they were older than DERIVER_HISTORY_RETENTION_HOURS",
+  incremental: true
+})

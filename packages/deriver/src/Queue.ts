@@ -389,3 +389,29 @@ export const releaseOwner = (
     connection.query(`DELETE FROM ${tables(schema).sessions} WHERE owner = $1 RETURNING 1`, [owner]),
     (rows) => rows.length
   )
+
+/**
+ * Deletes up to `limit` processed items created more than `olderThanSeconds` ago (the history retention);
+ * returns how many it deleted. Reads the partial index of processed rows by age, skips rows another
+ * transaction holds, and never touches unprocessed items.
+ *
+ * @since 0.2.0
+ */
+export const pruneHistory = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  olderThanSeconds: number,
+  limit: number
+): Effect.Effect<number, QueryError> => {
+  const { queue } = tables(schema)
+  return Effect.map(
+    connection.query(
+      `DELETE FROM ${queue} WHERE id IN (
+         SELECT id FROM ${queue} WHERE processed AND created_at < now() - make_interval(secs => $1::float8)
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       ) RETURNING 1`,
+      [olderThanSeconds, limit]
+    ),
+    (rows) => rows.length
+  )
+}

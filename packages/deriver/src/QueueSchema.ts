@@ -15,6 +15,8 @@ import * as SchemaName from "./SchemaName.ts"
  * 2. The partial index `queue_unprocessed_idx (work_unit_key, id) WHERE NOT processed`: the claim and the
  *    drain of a unit read only unprocessed rows, so their cost follows the backlog, not the history.
  * 3. `active_queue_sessions_last_updated_idx` for the stale cleanup.
+ * 4. The partial index `queue_processed_created_at_idx (created_at) WHERE processed`: the history retention
+ *    finds expired processed rows without reading the backlog or the rest of the history.
  *
  * @since 0.1.0
  */
@@ -54,6 +56,14 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
     up: (schema) => [
       `CREATE INDEX active_queue_sessions_last_updated_idx
         ON ${SchemaName.qualify(schema, "active_queue_sessions")} (last_updated)`
+    ]
+  },
+  {
+    version: 4,
+    name: "partial index of processed items by age",
+    up: (schema) => [
+      `CREATE INDEX queue_processed_created_at_idx ON ${SchemaName.qualify(schema, "queue")} (created_at)
+        WHERE processed`
     ]
   }
 ]

@@ -143,4 +143,35 @@ layer(Database, { excludeTestServices: true, timeout: "120 seconds" })("Deriver 
       console.log(`[figures] poll stuck behind a lock: shutdown took ${shutdownMillis} ms (grace 2000 ms)`)
       assert.isBelow(shutdownMillis, 2_000)
     }))
+
+  it.effect("history retention: the running deriver deletes processed items past the window, not pending ones", () =>
+    Effect.gen(function*() {
+      const db = yield* DbSession
+      const schema = yield* freshSchema
+      const queue = SchemaName.qualify(schema, "queue")
+      const items = Array.from({ length: 20 }, (_, i) => ({ workUnitKey: `u-${i % 4}`, taskType: "noop", payload: {} }))
+      yield* db.withConnection((c) => Queue.enqueue(c, schema, items))
+      // One unit that no handler can finish while the deriver runs: its items must survive the retention.
+      yield* db.withConnection((c) =>
+        Queue.enqueue(c, schema, [{ workUnitKey: "held", taskType: "noop", payload: {} }])
+      )
+      yield* db.query(`INSERT INTO ${SchemaName.qualify(schema, "active_queue_sessions")} (work_unit_key, owner)
+        VALUES ('held', 'someone-alive')`)
+      const config = yield* testConfig({
+        historyRetentionHours: 1 / 3600,
+        staleWorkUnitCleanupIntervalSeconds: 0.2
+      })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(
+            Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config, owner: "r" }),
+            scope
+          )
+          yield* eventually(Effect.map(count(`SELECT count(*) FROM ${queue} WHERE processed`), (n) => n === 20))
+          // Processed a moment ago; past the 1 s window the maintenance deletes them.
+          yield* eventually(Effect.map(count(`SELECT count(*) FROM ${queue}`), (n) => n === 1), 15_000)
+        })
+      )
+      assert.strictEqual(yield* count(`SELECT count(*) FROM ${queue} WHERE NOT processed`), 1)
+    }))
 })

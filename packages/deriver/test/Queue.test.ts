@@ -189,4 +189,23 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(claimed[0]!.items.map((item) => item.payload), [{ i: 1 }, { i: 2 }, { i: 0 }])
       assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claimWithItems(c, schema, 10, "other", 3)), [])
     }))
+
+  it.effect("history retention deletes only processed items past the window, in batches", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      const queue = SchemaName.qualify(schema, "queue")
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type, processed, error, created_at)
+         SELECT 'u', 't', p, CASE WHEN g % 2 = 0 THEN 'boom' END, now() - age
+         FROM generate_series(1, 30) g,
+              (VALUES (true, interval '2 hours'), (false, interval '2 hours'), (true, interval '1 minute')) v(p, age)`
+      )
+      // 30 old processed (half errored), 30 old unprocessed, 30 recent processed; a window of one hour.
+      assert.strictEqual(yield* db.withConnection((c) => Queue.pruneHistory(c, schema, 3600, 20)), 20)
+      assert.strictEqual(yield* db.withConnection((c) => Queue.pruneHistory(c, schema, 3600, 20)), 10)
+      assert.strictEqual(yield* db.withConnection((c) => Queue.pruneHistory(c, schema, 3600, 20)), 0)
+      assert.strictEqual(yield* count(`SELECT count(*) FROM ${queue} WHERE NOT processed`), 30)
+      assert.strictEqual(yield* count(`SELECT count(*) FROM ${queue} WHERE processed`), 30)
+    }))
 })
