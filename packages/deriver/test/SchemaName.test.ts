@@ -73,7 +73,7 @@ layer(Database, { excludeTestServices: true })("Migrator (PostgreSQL)", (it) => 
       const rows = yield* db.query<{ version: number }>(
         `SELECT version FROM ${SchemaName.qualify(schema, Migrator.table)} WHERE component = 'queue' ORDER BY version`
       )
-      assert.deepStrictEqual(rows.map((r) => r.version), [1, 2, 3])
+      assert.deepStrictEqual(rows.map((r) => r.version), QueueSchema.migrations.map((m) => m.version))
       assert.deepStrictEqual(yield* Migrator.run(schema, [QueueSchema.component]), [])
     }))
 
@@ -82,7 +82,7 @@ layer(Database, { excludeTestServices: true })("Migrator (PostgreSQL)", (it) => 
       const schema = SchemaName.makeUnsafe("upgrade_path")
       yield* Migrator.run(schema, [{ name: "queue", migrations: QueueSchema.migrations.slice(0, 1) }])
       const second = yield* Migrator.run(schema, [QueueSchema.component])
-      assert.deepStrictEqual(second.map((m) => m.version), [2, 3])
+      assert.deepStrictEqual(second.map((m) => m.version), QueueSchema.migrations.slice(1).map((m) => m.version))
     }))
 
   it.effect("a schema name with every allowed character class works end to end", () =>
