@@ -1,89 +1,121 @@
 /**
- * Benchmark (not a test): 200 concurrent HTTP clients against the API
- *  1. with the database saturated (every connection slot held by someone else): latency of the 503s and the
- *     number of connection attempts the API made (a counting TCP proxy sits in front of PostgreSQL);
- *  2. with the database healthy: requests per second (fresh connection per checkout, `DB_POOL_CLASS=null`,
- *     and an in-process pool, `queue`).
+ * Benchmark (not a test): concurrent HTTP clients against the real API entry point (its own process), with a
+ * counting TCP proxy in front of PostgreSQL, production defaults first (admission gate on with its defaults,
+ * `DB_POOL_CLASS=null`), the gate off (`API_ADMISSION_ENABLED=false`, the behaviour before it) second.
+ *
+ *  1. Saturated database (every slot held by someone else), `BENCH_SATURATED_SECONDS` (20): `BENCH_CLIENTS` (200)
+ *     clients on `GET …/queue` and `BENCH_HEALTHZ_CLIENTS` (10) on `/healthz` at the same time: p99 of the 503s vs
+ *     p99 of `/healthz` in the same run, and connection attempts per second vs the bound the settings imply.
+ *  2. Healthy database, the same clients, `BENCH_SECONDS` (10) per API: throughput with the gate vs without, and
+ *     what the gate shed.
+ *  3. Recovery: load running, saturate for 5 s, release; time from the release until the gate serves 2xx again,
+ *     vs 2 × the open window.
+ *
  * Loopback only; every phase is bounded in time and in request count. Prints progress and a summary.
  *
  *   npm run bench -w @resilience/api-app
- *   BENCH_CLIENTS=200 BENCH_SECONDS=5 BENCH_MAX_REQUESTS=50000 npm run bench -w @resilience/api-app
+ *   BENCH_CLIENTS=200 BENCH_SATURATED_SECONDS=20 BENCH_SECONDS=10 npm run bench -w @resilience/api-app
+ *   BENCH_TRACE=1 …   # also prints the gate's metrics every second after the release
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { Settings as Admission } from "@resilience/admission"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"
 import { FetchHttpClient } from "effect/http"
 
-/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
-const waiting = { maxTokens: 1_000_000, ratio: 1 }
-
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
-const seconds = Number(process.env.BENCH_SECONDS ?? 5)
-const maxRequests = Number(process.env.BENCH_MAX_REQUESTS ?? 50_000)
+const healthzClients = Number(process.env.BENCH_HEALTHZ_CLIENTS ?? 10)
+const saturatedSeconds = Number(process.env.BENCH_SATURATED_SECONDS ?? 20)
+const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+const maxRequests = Number(process.env.BENCH_MAX_REQUESTS ?? 400_000)
 const maxConnections = 260
 const adminToken = "bench-admin-token-0123456789"
+const defaults = Admission.defaults
 
-interface PhaseResult {
-  readonly name: string
-  readonly requests: number
-  readonly seconds: number
-  readonly statuses: Record<string, number>
-  readonly p50: number
-  readonly p99: number
-  readonly max: number
-  readonly attempts?: number | undefined
+/** One response: when it arrived (ms since the phase started), its status and its latency. */
+interface Sample {
+  readonly at: number
+  readonly status: number
+  readonly millis: number
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number): number =>
-  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+interface Run {
+  readonly samples: Array<Sample>
+  readonly seconds: number
+}
 
-/** `clients` loops, each sending one request after the other, until the time or the request budget is spent. */
-const load = async (
+const percentile = (values: ReadonlyArray<number>, p: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+}
+
+const statuses = (samples: ReadonlyArray<Sample>): Record<string, number> => {
+  const counts: Record<string, number> = {}
+  for (const sample of samples) counts[sample.status] = (counts[sample.status] ?? 0) + 1
+  return counts
+}
+
+/** `concurrency` loops, each sending one request after the other to `url`, until `until` resolves or the budget is spent. */
+const load = (
   name: string,
   url: string,
   token: string,
-  concurrency = clients
-): Promise<Omit<PhaseResult, "attempts">> => {
-  const latencies: Array<number> = []
-  const statuses: Record<string, number> = {}
-  let sent = 0
-  const startedAt = performance.now()
-  const deadline = startedAt + seconds * 1000
+  concurrency: number,
+  until: Promise<unknown>,
+  startedAt = performance.now()
+): Promise<Run> => {
+  const samples: Array<Sample> = []
+  const failures: Array<string> = []
+  const state = { done: false }
+  void until.then(() => {
+    state.done = true
+  })
   const progress = setInterval(() => {
     const elapsed = (performance.now() - startedAt) / 1000
-    console.log(`  [${name}] ${elapsed.toFixed(1)} s: ${latencies.length} responses ${JSON.stringify(statuses)}`)
-  }, 1000)
+    console.log(
+      `  [${name}] ${elapsed.toFixed(1)} s: ${samples.length} responses ${JSON.stringify(statuses(samples))}${
+        failures.length > 0 ? ` (${failures.length} failed, e.g. ${failures[0]})` : ""
+      }`
+    )
+  }, 2000)
   const client = async () => {
-    while (performance.now() < deadline && sent < maxRequests) {
-      sent += 1
+    while (!state.done && samples.length < maxRequests) {
       const t0 = performance.now()
-      const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } })
-      await response.arrayBuffer()
-      latencies.push(performance.now() - t0)
-      statuses[response.status] = (statuses[response.status] ?? 0) + 1
+      const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch((error) => {
+        failures.push(String(error?.cause ?? error))
+        return undefined
+      })
+      await response?.arrayBuffer()
+      // A failed fetch can reject without a macrotask; yield so timers (the deadline, the progress) still run.
+      if (response === undefined) await sleep(10)
+      const now = performance.now()
+      samples.push({ at: now - startedAt, status: response?.status ?? 0, millis: now - t0 })
     }
   }
-  await Promise.all(Array.from({ length: concurrency }, client))
-  clearInterval(progress)
-  const elapsed = (performance.now() - startedAt) / 1000
-  latencies.sort((a, b) => a - b)
-  return {
-    name,
-    requests: latencies.length,
-    seconds: elapsed,
-    statuses,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    max: latencies[latencies.length - 1] ?? Number.NaN
-  }
+  return Promise.all(Array.from({ length: concurrency }, client)).then(() => {
+    clearInterval(progress)
+    return { samples, seconds: (performance.now() - startedAt) / 1000 }
+  })
 }
 
-/** Spawns the real entry point (its own process, so the load generator does not share its event loop). */
-const startApi = (url: string, poolClass: "null" | "queue") =>
+const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+
+/** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
+const waiting = { maxTokens: 1_000_000, ratio: 1 }
+
+/** Spawns the real entry point with `env` on top of the bench's own settings; returns once it is ready. */
+const startApi = (url: string, env: Record<string, string>) =>
   Effect.gen(function*() {
-    const baseUrl = yield* EntryPoint.api({ url, schema: "bench", adminToken, env: { DB_POOL_CLASS: poolClass } })
+    const baseUrl = yield* EntryPoint.api({
+      url,
+      schema: "bench",
+      adminToken,
+      logLevel: "Error",
+      env: { DB_POOL_CLASS: "null", ...env }
+    })
     // ready, not only alive: the schema is migrated in the background after the server listens
     const client = yield* ApiClient.make({ baseUrl, maxAttempts: 100, maxDelay: "1 second", budget: waiting }).pipe(
       Effect.orDie
@@ -92,58 +124,196 @@ const startApi = (url: string, poolClass: "null" | "queue") =>
     return { baseUrl, client }
   })
 
+/** The `admission_*` series of an API's `/metrics`, one line each. */
+const admissionMetrics = (api: string) =>
+  Effect.promise(() =>
+    fetch(`${api}/metrics`).then((r) => r.text()).then((text) =>
+      text.split("\n").filter((line) => line.startsWith("admission_") && !line.startsWith("admission_circuit_t"))
+    )
+  )
+
+/** Connection attempts per whole second while `run` runs (sampled at the proxy). */
+const attemptsPerSecond = (proxy: CountingProxy.CountingProxy, running: () => boolean) =>
+  Effect.promise(async () => {
+    const series: Array<number> = []
+    let last = await Effect.runPromise(proxy.attempts)
+    while (running()) {
+      await sleep(1000)
+      const now = await Effect.runPromise(proxy.attempts)
+      series.push(now - last)
+      last = now
+    }
+    return series
+  })
+
+const saturatedPhase = (name: string, api: string, token: string, proxy: CountingProxy.CountingProxy) =>
+  Effect.gen(function*() {
+    const startedAt = performance.now()
+    const until = sleep(saturatedSeconds * 1000)
+    let running = true
+    void until.then(() => (running = false))
+    const before = yield* proxy.attempts
+    const [db, healthz, series] = yield* Effect.all([
+      Effect.promise(() => load(name, `${api}/v1/workspaces/bench/queue`, token, clients, until, startedAt)),
+      Effect.promise(() => load(`${name}/healthz`, `${api}/healthz`, token, healthzClients, until, startedAt)),
+      attemptsPerSecond(proxy, () => running)
+    ], { concurrency: "unbounded" })
+    const attempts = (yield* proxy.attempts) - before
+    const unavailable = db.samples.filter((sample) => sample.status === 503).map((sample) => sample.millis)
+    const ok = healthz.samples.filter((sample) => sample.status === 200).map((sample) => sample.millis)
+    return {
+      name,
+      requests: db.samples.length,
+      seconds: db.seconds,
+      statuses: statuses(db.samples),
+      p50_503: percentile(unavailable, 50),
+      p99_503: percentile(unavailable, 99),
+      healthzRequests: ok.length,
+      p50_healthz: percentile(ok, 50),
+      p99_healthz: percentile(ok, 99),
+      attempts,
+      series,
+      metrics: yield* admissionMetrics(api)
+    }
+  })
+
+const healthyPhase = (name: string, api: string, token: string, proxy: CountingProxy.CountingProxy) =>
+  Effect.gen(function*() {
+    yield* Effect.promise(() =>
+      load(`${name} warm-up`, `${api}/v1/workspaces/bench/queue`, token, clients, sleep(3000))
+    )
+    const before = yield* proxy.attempts
+    const run = yield* Effect.promise(() =>
+      load(name, `${api}/v1/workspaces/bench/queue`, token, clients, sleep(seconds * 1000))
+    )
+    const millis = run.samples.map((sample) => sample.millis)
+    return {
+      name,
+      requests: run.samples.length,
+      perSecond: run.samples.length / run.seconds,
+      statuses: statuses(run.samples),
+      p50: percentile(millis, 50),
+      p99: percentile(millis, 99),
+      attempts: (yield* proxy.attempts) - before,
+      metrics: yield* admissionMetrics(api)
+    }
+  })
+
 const program = Effect.gen(function*() {
-  console.log(`bench: ${clients} clients, ≤ ${seconds} s and ≤ ${maxRequests} requests per phase, loopback only`)
+  console.log(
+    `bench: ${clients} clients (+ ${healthzClients} on /healthz while saturated), saturated ${saturatedSeconds} s, healthy ${seconds} s per API; loopback only`
+  )
+  console.log(`gate defaults: ${JSON.stringify(defaults)}`)
   const cluster = yield* Cluster.start({ maxConnections })
   const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
-  const { baseUrl: api, client } = yield* startApi(proxy.url(cluster.url), "null")
-  const created = yield* Effect.orDie(client.createWorkspace({ adminToken, name: "bench" }))
-  const queueUrl = `${api}/v1/workspaces/bench/queue`
-  const results: Array<PhaseResult> = []
+  const { baseUrl: gated, client } = yield* startApi(proxy.url(cluster.url), {})
+  const { baseUrl: ungated } = yield* startApi(proxy.url(cluster.url), { API_ADMISSION_ENABLED: "false" })
+  const { token } = yield* Effect.orDie(client.createWorkspace({ adminToken, name: "bench" }))
 
-  // Warm up the HTTP path (and the JIT) on a healthy database.
-  yield* Effect.promise(() => load("warm-up", queueUrl, created.token))
+  console.log("phase 1: healthy database, gate on (defaults) and off, alternating")
+  const healthy = []
+  for (const [name, api] of [["healthy, gate on", gated], ["healthy, gate off", ungated]] as const) {
+    healthy.push(yield* healthyPhase(name, api, token, proxy))
+  }
 
-  console.log("phase 0: GET /healthz (no database): the HTTP path alone")
-  results.push(yield* Effect.promise(() => load("healthz", `${api}/healthz`, created.token)))
-
-  console.log("phase 1: saturated database")
-  yield* Effect.scoped(Effect.gen(function*() {
+  console.log("phase 2: saturated database")
+  const saturated = yield* Effect.scoped(Effect.gen(function*() {
     const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
     console.log(`  holding ${held} of max_connections=${maxConnections}`)
-    const before = yield* proxy.attempts
-    const result = yield* Effect.promise(() => load("saturated", queueUrl, created.token))
-    const attempts = (yield* proxy.attempts) - before
-    results.push({ ...result, attempts })
-    console.log("phase 1b: saturated database, one client (latency of a 503 without queueing)")
-    const beforeOne = yield* proxy.attempts
-    const one = yield* Effect.promise(() => load("saturated-1-client", queueUrl, created.token, 1))
-    results.push({ ...one, attempts: (yield* proxy.attempts) - beforeOne })
+    const on = yield* saturatedPhase("saturated, gate on (defaults)", gated, token, proxy)
+    const off = yield* saturatedPhase("saturated, gate off", ungated, token, proxy)
+    return [on, off]
   }))
 
-  console.log("phase 2: healthy database, fresh connection per checkout (DB_POOL_CLASS=null)")
-  const beforeHealthy = yield* proxy.attempts
-  const healthy = yield* Effect.promise(() => load("healthy-null", queueUrl, created.token))
-  results.push({ ...healthy, attempts: (yield* proxy.attempts) - beforeHealthy })
+  console.log("phase 3: recovery (gate on): load, saturate 5 s, release, 10 s more")
+  const recovery = yield* Effect.gen(function*() {
+    const startedAt = performance.now()
+    const release: { at?: number; done?: number } = {}
+    const driver = Effect.scoped(Effect.gen(function*() {
+      yield* Effect.promise(() => sleep(1000))
+      const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+      yield* Effect.promise(() => sleep(5000))
+      release.at = performance.now() - startedAt
+      yield* Effect.orDie(saturation.release)
+      release.done = performance.now() - startedAt
+      for (let i = 0; i < 10; i++) {
+        yield* Effect.promise(() => sleep(1000))
+        if (process.env.BENCH_TRACE !== undefined) {
+          console.log(`  [recovery +${i + 1} s] ${(yield* admissionMetrics(gated)).join("; ")}`)
+        }
+      }
+    }))
+    let stop: () => void = () => undefined
+    const until = new Promise<void>((resolve) => (stop = resolve))
+    const [run] = yield* Effect.all([
+      Effect.promise(() => load("recovery", `${gated}/v1/workspaces/bench/queue`, token, clients, until, startedAt)),
+      Effect.ensuring(driver, Effect.sync(() => stop()))
+    ], { concurrency: "unbounded" })
+    const afterRelease = run.samples.filter((sample) => sample.at >= (release.done ?? 0))
+    const first2xx = afterRelease.find((sample) => sample.status >= 200 && sample.status < 300)
+    const lastNon2xx = afterRelease.filter((sample) => sample.status < 200 || sample.status >= 300).at(-1)
+    return {
+      releasedAt: release.at ?? Number.NaN,
+      releaseMillis: (release.done ?? Number.NaN) - (release.at ?? Number.NaN),
+      first2xxMillis: first2xx === undefined ? Number.NaN : first2xx.at - (release.done ?? 0),
+      last503Millis: lastNon2xx === undefined ? 0 : lastNon2xx.at - (release.done ?? 0),
+      after: statuses(afterRelease),
+      metrics: yield* admissionMetrics(gated)
+    }
+  })
 
-  console.log("phase 3: healthy database, in-process pool of 10 (DB_POOL_CLASS=queue)")
-  const { baseUrl: pooled } = yield* startApi(proxy.url(cluster.url), "queue")
-  const beforePooled = yield* proxy.attempts
-  const pooledResult = yield* Effect.promise(() =>
-    load("healthy-queue", `${pooled}/v1/workspaces/bench/queue`, created.token)
-  )
-  results.push({ ...pooledResult, attempts: (yield* proxy.attempts) - beforePooled })
-
-  console.log("\nsummary (phases 1-3: GET /v1/workspaces/{workspace}/queue = token check + one query on one checkout)")
-  console.log("| phase | requests | req/s | statuses | p50 ms | p99 ms | max ms | DB connection attempts |")
-  console.log("|---|---|---|---|---|---|---|---|")
-  for (const r of results) {
+  const fixed = (n: number, digits = 1) => Number.isFinite(n) ? n.toFixed(digits) : "-"
+  const windowMin = (1 - defaults.openJitterRatio) * defaults.openMillis
+  const windowMax = (1 + defaults.openJitterRatio) * defaults.openMillis
+  console.log("\nsummary (GET /v1/workspaces/{workspace}/queue = token check + one query on one checkout)")
+  console.log("\nhealthy database, same clients:")
+  console.log("| API | requests | req/s | statuses | p50 ms | p99 ms | DB connection attempts |")
+  console.log("|---|---|---|---|---|---|---|")
+  for (const r of healthy) {
     console.log(
-      `| ${r.name} | ${r.requests} | ${(r.requests / r.seconds).toFixed(0)} | ${JSON.stringify(r.statuses)} | ${
-        r.p50.toFixed(1)
-      } | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} | ${r.attempts ?? ""} |`
+      `| ${r.name} | ${r.requests} | ${fixed(r.perSecond, 0)} | ${JSON.stringify(r.statuses)} | ${fixed(r.p50)} | ${
+        fixed(r.p99)
+      } | ${r.attempts} |`
     )
   }
+  console.log(`throughput with the gate / without: ${fixed(healthy[0]!.perSecond / healthy[1]!.perSecond, 3)}`)
+  console.log(`gate metrics after the healthy run: ${healthy[0]!.metrics.join("; ")}`)
+
+  console.log(`\nsaturated database, ${saturatedSeconds} s:`)
+  console.log(
+    "| API | requests | statuses | 503 p50 ms | 503 p99 ms | /healthz p50 ms | /healthz p99 ms | 503 p99 / healthz p99 | attempts | attempts/s (mean, max; first second) |"
+  )
+  console.log("|---|---|---|---|---|---|---|---|---|---|")
+  for (const r of saturated) {
+    const rest = r.series.slice(1)
+    console.log(
+      `| ${r.name} | ${r.requests} | ${JSON.stringify(r.statuses)} | ${fixed(r.p50_503)} | ${fixed(r.p99_503)} | ${
+        fixed(r.p50_healthz)
+      } | ${fixed(r.p99_healthz)} | ${fixed(r.p99_503 / r.p99_healthz, 2)} | ${r.attempts} | ${
+        fixed(r.attempts / r.seconds)
+      }, ${Math.max(0, ...rest)}; ${r.series[0] ?? "-"} |`
+    )
+  }
+  console.log(
+    `bound the gate's settings imply, per instance, while the database stays unavailable: one probe per open window, at most 1 / ${windowMin} ms = ${
+      fixed(1000 / windowMin)
+    }/s (about ${
+      fixed(1000 / defaults.openMillis)
+    }/s on average), plus once per trip the requests already admitted (at most the limit, ${defaults.maxConcurrency}; here at most the ${clients} clients)`
+  )
+  console.log(`gate metrics after the saturated run: ${saturated[0]!.metrics.join("; ")}`)
+
+  console.log("\nrecovery (gate on):")
+  console.log(
+    `release took ${fixed(recovery.releaseMillis, 0)} ms (until the held backends exited); first 2xx ${
+      fixed(recovery.first2xxMillis, 0)
+    } ms after it, last non-2xx ${fixed(recovery.last503Millis, 0)} ms after it; statuses after: ${
+      JSON.stringify(recovery.after)
+    }; target: within 2 × the open window = ${2 * defaults.openMillis} ms nominal (${
+      2 * windowMax
+    } ms at the longest draw)`
+  )
+  console.log(`gate metrics at the end: ${recovery.metrics.join("; ")}`)
 })
 
 program.pipe(
