@@ -59,11 +59,7 @@ export class EventQueue {
       this.move(parent, i)
       i = parent
     }
-    times[i] = time
-    orders[i] = order
-    this.kind[i] = kind
-    this.subject[i] = subject
-    this.tag[i] = tag
+    this.place(i, time, order, kind, subject, tag)
   }
 
   /** Removes the earliest event into the `popped*` fields; returns false when empty. */
@@ -96,12 +92,16 @@ export class EventQueue {
       this.move(child, i)
       i = child
     }
-    times[i] = time
-    orders[i] = order
+    this.place(i, time, order, kind, subject, tag)
+    return true
+  }
+
+  private place(i: number, time: number, order: number, kind: number, subject: number, tag: number): void {
+    this.time[i] = time
+    this.order[i] = order
     this.kind[i] = kind
     this.subject[i] = subject
     this.tag[i] = tag
-    return true
   }
 
   private move(from: number, to: number): void {
