@@ -13,7 +13,7 @@
 import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
-import { Clock, Duration, Effect, Layer, Metric, Predicate, Random, Result } from "effect"
+import { Clock, Data, Duration, Effect, Layer, Metric, Predicate, Random, Result } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -87,31 +87,58 @@ type HandlerOutcome = { readonly failed: string | undefined } | { readonly datab
 
 /** One poll on one checkout: the stale cleanup when due, then the claim of up to `limit` units. */
 const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
-  ctx.gate.runNow(ctx.session.withConnection((connection) =>
-    Effect.gen(function*() {
-      if (cleanup) {
-        yield* cleanupStale(ctx, connection)
-        yield* pruneHistory(ctx, connection)
-      }
-      const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
-      for (const { claim, items } of claimed) {
-        const waiting = ctx.claims.get(claim.workUnitKey)
-        if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
-        else waiting.push(claim)
-        ctx.prefetched.set(claim.id, items)
-      }
-      return claimed.map(({ claim }) => claim.workUnitKey)
-    })
+  ctx.gate.runNow(withClaimDeadline(
+    ctx,
+    ctx.session.withConnection((connection) =>
+      Effect.gen(function*() {
+        if (cleanup) {
+          yield* cleanupStale(ctx, connection)
+          yield* pruneHistory(ctx, connection)
+        }
+        const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
+        for (const { claim, items } of claimed) {
+          const waiting = ctx.claims.get(claim.workUnitKey)
+          if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
+          else waiting.push(claim)
+          ctx.prefetched.set(claim.id, items)
+        }
+        return claimed.map(({ claim }) => claim.workUnitKey)
+      })
+    )
   )).pipe(
     Effect.tap(() => ctx.conditions.recovered),
-    Effect.tapError((error) => error._tag === "GateFull" ? Effect.void : ctx.conditions.report("poll failed", error))
+    Effect.tapError((error) =>
+      error._tag === "GateFull"
+        ? Effect.void
+        : error._tag === "ClaimTimedOut"
+        ? Effect.logWarning("claim cut short by DERIVER_CLAIM_TIMEOUT_SECONDS (overload)").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, timeoutMillis: ctx.config.claimTimeoutMillis })
+        )
+        : ctx.conditions.report("poll failed", error)
+    )
+  )
+
+/** A poll's checkout plus claim took longer than `DERIVER_CLAIM_TIMEOUT_SECONDS` and was interrupted. */
+class ClaimTimedOut extends Data.TaggedError("ClaimTimedOut")<{ readonly timeoutMillis: number }> {}
+
+/**
+ * The claim's own deadline: past it the poll is interrupted (the checkout closes its connection, which
+ * cancels the statement on the server) and fails with {@link ClaimTimedOut}, an overload signal.
+ */
+const withClaimDeadline = <R, A, E, R2>(ctx: Context<R>, poll: Effect.Effect<A, E, R2>) =>
+  poll.pipe(
+    Effect.timeoutOrElse({
+      duration: Duration.millis(ctx.config.claimTimeoutMillis),
+      orElse: () => Effect.fail(new ClaimTimedOut({ timeoutMillis: ctx.config.claimTimeoutMillis }))
+    })
   )
 
 /** What a failed poll says about overload: no connection, a claim cancelled by its timeout, or neither. */
 const classifyPollFailure = (error: unknown): Overload.PollResult =>
   Classify.isUnavailable(error)
     ? "unavailable"
-    : Predicate.hasProperty(error, "code") && cancelledCodes.has(String(error.code))
+    : Predicate.isTagged(error, "ClaimTimedOut") ||
+        (Predicate.hasProperty(error, "code") && cancelledCodes.has(String(error.code)))
     ? "cancelled"
     : "failed"
 

@@ -42,6 +42,11 @@ export interface DeriverConfig {
    * (`DERIVER_HISTORY_RETENTION_HOURS`), in small batches.
    */
   readonly historyRetentionMillis: number
+  /**
+   * Client-side deadline of one poll's checkout plus claim (`DERIVER_CLAIM_TIMEOUT_SECONDS`): a claim cut
+   * short by it is interrupted (its statement cancelled on the server) and counts as an overload signal.
+   */
+  readonly claimTimeoutMillis: number
 }
 
 /**
@@ -70,6 +75,7 @@ export interface Input {
   readonly overloadMaxIntervalSeconds?: number | undefined
   readonly overloadRecoveryFactor?: number | undefined
   readonly historyRetentionHours?: number | undefined
+  readonly claimTimeoutSeconds?: number | undefined
 }
 
 /**
@@ -93,7 +99,8 @@ export const variables = {
   overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
   overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
   overloadRecoveryFactor: "DERIVER_OVERLOAD_RECOVERY_FACTOR",
-  historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS"
+  historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
+  claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
 } as const satisfies Record<keyof Input, string>
 
 /**
@@ -115,7 +122,8 @@ export const defaults = {
   batchSize: 20,
   overloadSlowPollSeconds: 2,
   overloadRecoveryFactor: 1.5,
-  historyRetentionHours: 168
+  historyRetentionHours: 168,
+  claimTimeoutSeconds: 10
 } as const
 
 /**
@@ -197,6 +205,10 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
     const recoveryFactor = yield* factorAboveOne(recovery, variables.overloadRecoveryFactor)
     const retention = input.historyRetentionHours ?? defaults.historyRetentionHours
     const historyRetentionMillis = (yield* positiveHours(retention, variables.historyRetentionHours)) * 3_600_000
+    const claimTimeoutMillis = yield* positiveSeconds(
+      input.claimTimeoutSeconds ?? defaults.claimTimeoutSeconds,
+      variables.claimTimeoutSeconds
+    )
     const backoff: PollBackoff.Settings = {
       baseMillis,
       multiplier,
@@ -214,7 +226,8 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       shutdownGraceMillis,
       batchSize,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryFactor },
-      historyRetentionMillis
+      historyRetentionMillis,
+      claimTimeoutMillis
     }
   })
 
@@ -242,7 +255,8 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   overloadSlowPollSeconds: optionalNumber(variables.overloadSlowPollSeconds),
   overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
   overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor),
-  historyRetentionHours: optionalNumber(variables.historyRetentionHours)
+  historyRetentionHours: optionalNumber(variables.historyRetentionHours),
+  claimTimeoutSeconds: optionalNumber(variables.claimTimeoutSeconds)
 }).pipe(
   Config.map((options) => {
     const input: Record<string, unknown> = {}

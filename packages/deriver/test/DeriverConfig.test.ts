@@ -21,7 +21,8 @@ describe("DeriverConfig", () => {
         shutdownGraceMillis: 10_000,
         batchSize: 20,
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryFactor: 1.5 },
-        historyRetentionMillis: 168 * 3_600_000
+        historyRetentionMillis: 168 * 3_600_000,
+        claimTimeoutMillis: 10_000
       })
       const custom = yield* read({
         DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "10",
@@ -64,7 +65,8 @@ describe("DeriverConfig", () => {
       ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"
     ],
     [{ DERIVER_OVERLOAD_RECOVERY_FACTOR: "1" }, "DERIVER_OVERLOAD_RECOVERY_FACTOR", "> 1"],
-    [{ DERIVER_HISTORY_RETENTION_HOURS: "0" }, "DERIVER_HISTORY_RETENTION_HOURS", "> 0"]
+    [{ DERIVER_HISTORY_RETENTION_HOURS: "0" }, "DERIVER_HISTORY_RETENTION_HOURS", "> 0"],
+    [{ DERIVER_CLAIM_TIMEOUT_SECONDS: "0" }, "DERIVER_CLAIM_TIMEOUT_SECONDS", "> 0"]
   ]
   for (const [env, variable, allowed] of invalid) {
     it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>
