@@ -8,10 +8,24 @@ import type { Migrator } from "@resilience/deriver"
 
 const t = SchemaName.qualify
 
+/** A statement-level trigger function adding the statement's newly processed rows to `queue_counts`. */
+const countFunction = (schema: SchemaName.SchemaName, name: string, onlyNewly: string) =>
+  `CREATE FUNCTION ${t(schema, name)}() RETURNS trigger LANGUAGE plpgsql AS $$
+   BEGIN
+     INSERT INTO ${t(schema, "queue_counts")} AS c (workspace, processed, errored)
+       SELECT n.payload ->> 'workspace', count(*) FILTER (WHERE n.error IS NULL), count(*) FILTER (WHERE n.error IS NOT NULL)
+       FROM newly n WHERE n.processed AND n.payload ? 'workspace' ${onlyNewly}
+       GROUP BY 1
+     ON CONFLICT (workspace) DO UPDATE
+       SET processed = c.processed + EXCLUDED.processed, errored = c.errored + EXCLUDED.errored;
+     RETURN NULL;
+   END $$`
+
 /**
  * The domain migrations: workspaces (token stored hashed), sessions, messages, peer representations with their
- * term counts and per-session progress, an index of queue items by workspace for the status endpoint, and the
- * idempotency keys of writes.
+ * term counts and per-session progress, an index of queue items by workspace for the status endpoint, the
+ * idempotency keys of writes, and the status counts without a scan of history (a partial index of the backlog
+ * by workspace, counters of processed and errored items kept by triggers).
  *
  * @since 0.1.0
  */
@@ -93,6 +107,37 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
         PRIMARY KEY (workspace, key)
       )`,
       `CREATE INDEX idempotency_keys_created_at_idx ON ${t(schema, "idempotency_keys")} (created_at)`
+    ]
+  },
+  {
+    version: 5,
+    name: "queue status without a scan of history",
+    up: (schema) => [
+      // Pending and in-progress items of a workspace: a partial index of unprocessed rows (the backlog).
+      `CREATE INDEX queue_unprocessed_workspace_idx ON ${t(schema, "queue")} ((payload ->> 'workspace'))
+        WHERE NOT processed`,
+      // Processed and errored items per workspace: counters kept by statement-level triggers (one upsert per
+      // statement and workspace, so a batch record costs one), backfilled from the history once.
+      `CREATE TABLE ${t(schema, "queue_counts")} (
+        workspace text PRIMARY KEY,
+        processed bigint NOT NULL DEFAULT 0,
+        errored bigint NOT NULL DEFAULT 0
+      )`,
+      `INSERT INTO ${t(schema, "queue_counts")} (workspace, processed, errored)
+        SELECT payload ->> 'workspace', count(*) FILTER (WHERE error IS NULL), count(*) FILTER (WHERE error IS NOT NULL)
+        FROM ${t(schema, "queue")} WHERE processed AND payload ? 'workspace' GROUP BY 1`,
+      countFunction(
+        schema,
+        "queue_count_updated",
+        "AND NOT EXISTS (SELECT 1 FROM before b WHERE b.id = n.id AND b.processed)"
+      ),
+      countFunction(schema, "queue_count_inserted", ""),
+      `CREATE TRIGGER queue_count_updated AFTER UPDATE ON ${t(schema, "queue")}
+        REFERENCING OLD TABLE AS before NEW TABLE AS newly
+        FOR EACH STATEMENT EXECUTE FUNCTION ${t(schema, "queue_count_updated")}()`,
+      `CREATE TRIGGER queue_count_inserted AFTER INSERT ON ${t(schema, "queue")}
+        REFERENCING NEW TABLE AS newly
+        FOR EACH STATEMENT EXECUTE FUNCTION ${t(schema, "queue_count_inserted")}()`
     ]
   }
 ]

@@ -27,14 +27,22 @@ export const forWorkspace = (
 ): Effect.Effect<QueueStatus, DbError, DbSession> =>
   DbSession.use((db) =>
     db.query<QueueStatus>(
+      // The backlog through its partial index by workspace; processed and errored from the trigger-kept
+      // counters: the cost follows the backlog, not the history (see DomainSchema, migration 5).
       `SELECT
-         count(*) FILTER (WHERE NOT q.processed AND a.work_unit_key IS NULL)::int AS "pending",
-         count(*) FILTER (WHERE NOT q.processed AND a.work_unit_key IS NOT NULL)::int AS "inProgress",
-         count(*) FILTER (WHERE q.processed AND q.error IS NULL)::int AS "processed",
-         count(*) FILTER (WHERE q.processed AND q.error IS NOT NULL)::int AS "errored"
+         count(*) FILTER (WHERE a.work_unit_key IS NULL)::int AS "pending",
+         count(*) FILTER (WHERE a.work_unit_key IS NOT NULL)::int AS "inProgress",
+         coalesce((SELECT c.processed FROM ${
+        SchemaName.qualify(schema, "queue_counts")
+      } c WHERE c.workspace = $1), 0)::int
+           AS "processed",
+         coalesce((SELECT c.errored FROM ${
+        SchemaName.qualify(schema, "queue_counts")
+      } c WHERE c.workspace = $1), 0)::int
+           AS "errored"
        FROM ${SchemaName.qualify(schema, "queue")} q
        LEFT JOIN ${SchemaName.qualify(schema, "active_queue_sessions")} a ON a.work_unit_key = q.work_unit_key
-       WHERE q.payload ->> 'workspace' = $1`,
+       WHERE NOT q.processed AND q.payload ->> 'workspace' = $1`,
       [workspace]
     )
   ).pipe(

@@ -59,6 +59,7 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
         "peer_session_progress",
         "peer_terms",
         "queue",
+        "queue_counts",
         "resilience_migrations",
         "sessions",
         "workspaces"
@@ -109,6 +110,28 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
         processed: 0,
         errored: 0
       })
+    }))
+
+  it.effect("status counts processed and errored items once each, and keeps them when history is pruned", () =>
+    Effect.gen(function*() {
+      const db = yield* DbSession
+      const queue = `${schema}.queue`
+      const payload = JSON.stringify({ workspace: "counted" })
+      // Inserted already processed (one errored), then three processed by one update, then one updated again.
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type, payload, processed, error)
+         VALUES ('c', 't', $1::jsonb, true, NULL), ('c', 't', $1::jsonb, true, 'boom'), ('c', 't', $1::jsonb, false, NULL),
+                ('c', 't', $1::jsonb, false, NULL), ('c', 't', $1::jsonb, false, 'boom')`,
+        [payload]
+      )
+      yield* db.query(
+        `UPDATE ${queue} SET processed = true WHERE payload ->> 'workspace' = 'counted' AND NOT processed`
+      )
+      yield* db.query(`UPDATE ${queue} SET error = error WHERE payload ->> 'workspace' = 'counted'`)
+      const expected = { pending: 0, inProgress: 0, processed: 3, errored: 2 }
+      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "counted"), expected)
+      yield* db.query(`DELETE FROM ${queue} WHERE payload ->> 'workspace' = 'counted'`)
+      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "counted"), expected)
     }))
 
   it.effect("round trip: a real deriver derives the representations the API reads", () =>
