@@ -50,7 +50,8 @@ export const needsDraw = (outcome: Outcome, settings: PollBackoff.Settings): boo
  * The decision after a poll outcome, for a uniform draw `u` in [0, 1):
  * - `claimed`: reset the backoff to the base and poll again at once;
  * - `empty` and `error`: sleep the jittered current interval, then grow it (×multiplier, capped);
- * - `busy`: sleep a jittered base interval; the backoff is untouched.
+ * - `busy`: sleep a jittered base interval; the backoff is untouched (the loop ends this sleep early when a
+ *   worker becomes free: a local event, see `Overload.decide`'s `wakeable`).
  *
  * @since 0.1.0
  */
