@@ -1,6 +1,7 @@
 /**
  * The short circuit after unavailability, on Effect's `CircuitBreaker` (`effect/persistence`, in-memory
- * store, one key): after `tripFailures` unavailable outcomes in a row it opens for a jittered window, during
+ * store, one key): when at least half of the last `2 × tripFailures` outcomes (and at least `tripFailures`) were
+ * unavailable it opens for a jittered window, during
  * which every request is shed; then the next request is the one probe (others are shed while it runs); an
  * answer closes the circuit, another unavailability opens a new window.
  *
@@ -90,7 +91,11 @@ const recordTransition = (transition: CircuitBreaker.Transition) =>
 export const make = (settings: Settings.Settings): Effect.Effect<Circuit, never, Scope.Scope> =>
   Effect.gen(function*() {
     const breaker = yield* CircuitBreaker.make({
-      tripPolicy: CircuitBreaker.consecutive(settings.tripFailures),
+      tripPolicy: CircuitBreaker.rate({
+        threshold: 0.5,
+        size: 2 * settings.tripFailures,
+        minimumCalls: settings.tripFailures
+      }),
       openDuration: openWindows(settings)
     }).pipe(Effect.provide(CircuitBreaker.layerStoreMemory()))
     yield* Metric.update(Metrics.circuitState, 0)

@@ -25,6 +25,11 @@ export interface Settings {
   /** An admitted request that takes longer than this counts as overload (the limit decreases); 0 disables. */
   readonly slowMillis: number
   /** Consecutive unavailable outcomes that open the circuit. */
+  /**
+   * The circuit opens when, among the last `2 × tripFailures` recorded outcomes (at least `tripFailures` of
+   * them), at least half were unavailable: a saturated database opens it after `tripFailures` requests, a few
+   * scattered timeouts in a busy but working one do not.
+   */
   readonly tripFailures: number
   /** Nominal length of an open window, in milliseconds. */
   readonly openMillis: number
@@ -45,7 +50,8 @@ export type Options = Partial<Settings>
  * The defaults, for one API instance behind a pooler with a fresh connection per request:
  * the limit starts at 256 (above the concurrency one instance's event loop sustains, so on a healthy database
  * it never binds) and may fall to 1; a request waits at most 50 ms for a permit; an admitted request slower
- * than 2 s (the default connect timeout) is overload; 3 unavailable outcomes in a row open the circuit for
+ * than 2 s (the default connect timeout) is overload; 5 unavailable outcomes among the last 10 (and at least
+ * half of them) open the circuit for
  * 0.5–1.5 s (`Retry-After` is 1 s by default); each unavailable or overloaded outcome cuts the limit by 10 %.
  *
  * @since 0.1.0
@@ -56,7 +62,7 @@ export const defaults: Settings = {
   minConcurrency: 1,
   queueTimeoutMillis: 50,
   slowMillis: 2_000,
-  tripFailures: 3,
+  tripFailures: 5,
   openMillis: 1_000,
   openJitterRatio: 0.5,
   decreaseRatio: 0.9

@@ -71,6 +71,20 @@ describe("Gate (TestClock, seeded Random)", () => {
       assert.strictEqual(later, windowMillis - 300)
     }).pipe(Effect.scoped, Random.withSeed("open")))
 
+  it.effect("scattered unavailability below half of the recent checkouts does not open it; a majority does", () =>
+    Effect.gen(function*() {
+      const db = yield* database
+      const gate = yield* gateWith({ tripFailures: 3 })
+      for (let i = 0; i < 30; i++) {
+        yield* db.setHealthy(i % 3 !== 2)
+        yield* Effect.exit(gate.run(db.call))
+      }
+      assert.strictEqual((yield* gate.snapshot).circuit, "Closed", "one in three unavailable")
+      yield* db.setHealthy(false)
+      yield* trip(gate, db.call, 2)
+      assert.strictEqual((yield* gate.snapshot).circuit, "Open", "four of the last six unavailable")
+    }).pipe(Effect.scoped, Random.withSeed("rate")))
+
   it.effect("the open window is jittered within [(1 − r), (1 + r)] × openMillis, and differs by seed", () =>
     Effect.gen(function*() {
       const windows: Array<number> = []
