@@ -80,5 +80,19 @@ describe("apps/api under database faults", () => {
         assert.isBelow(stuck.millis, 1_500 + 1_000)
         assert.strictEqual(after.status, 201, after.text)
       }))
+
+    it.effect("a permanent failure the client caused is a 4xx naming the field, not a 500", () =>
+      Effect.gen(function*() {
+        const db = yield* TestDatabase
+        const api = yield* start({ url: db.url, schema: "permanent" })
+        const token = yield* createWorkspace(api, "acme")
+        // PostgreSQL text cannot hold NUL (a permanent error, 22P05, if it reached the database).
+        const reply = yield* request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
+          token,
+          body: { messages: [{ peer: "alice", content: "a\u0000b" }] }
+        })
+        assert.strictEqual(reply.status, 400, reply.text)
+        assert.include(reply.text, "content")
+      }))
   })
 })

@@ -37,7 +37,17 @@ export type CreatedWorkspace = typeof CreatedWorkspace.Type
  */
 export const NewMessage = Schema.Struct({
   peer: Names.PeerName.annotate({ description: "who wrote it: 1–128 characters of A–Z, a–z, 0–9, _, -, . and :" }),
-  content: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(maxContentLength))
+  // PostgreSQL text cannot hold NUL: refused here as bad input (400), not left to fail in the database (500).
+  content: Schema.String.check(
+    Schema.isMinLength(1),
+    Schema.isMaxLength(maxContentLength),
+    Schema.makeFilter(
+      (content: string) => content.includes("\u0000") ? "must not contain the NUL character (U+0000)" : true,
+      {
+        description: "no NUL character (U+0000)"
+      }
+    )
+  )
 })
 
 /**
