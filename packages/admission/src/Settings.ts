@@ -50,7 +50,8 @@ export type Options = Partial<Settings>
  * The defaults, for one API instance behind a pooler with a fresh connection per request:
  * the limit starts at 256 (above the concurrency one instance's event loop sustains, so on a healthy database
  * it never binds) and may fall to 1; a request waits at most 50 ms for a permit; an admitted request slower
- * than 2 s (the default connect timeout) is overload; 5 unavailable outcomes among the last 10 (and at least
+ * than 10 s is overload (a pooler queueing clients; not the API's own event loop under a burst, whose latency
+ * reaches seconds on a small machine); 5 unavailable outcomes among the last 10 (and at least
  * half of them) open the circuit for
  * 0.5–1.5 s (`Retry-After` is 1 s by default); each unavailable or overloaded outcome cuts the limit by 10 %.
  *
@@ -61,7 +62,7 @@ export const defaults: Settings = {
   maxConcurrency: 256,
   minConcurrency: 1,
   queueTimeoutMillis: 50,
-  slowMillis: 2_000,
+  slowMillis: 10_000,
   tripFailures: 5,
   openMillis: 1_000,
   openJitterRatio: 0.5,
