@@ -13,6 +13,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
+import { CountingProxy } from "@resilience/test-db"
 import { Effect, Exit, Layer, References, Scope } from "effect"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -77,7 +78,12 @@ interface Figures {
 const scenario = (
   label: string,
   configInput: Parameters<typeof testConfig>[0],
-  fault: (restart: (downMillis: number) => Effect.Effect<void>) => Effect.Effect<void>
+  fault: (tools: {
+    /** Stops the server (fast shutdown) and starts it again on the same data after `downMillis`. */
+    readonly restart: (downMillis: number) => Effect.Effect<void>
+    /** Cuts (or heals) the network between deriver-a and the server; deriver-b is not affected. */
+    readonly cutA: (cut: boolean) => Effect.Effect<void>
+  }) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     const directory = mkdtempSync(join(tmpdir(), "resilience-outage-"))
@@ -120,8 +126,13 @@ const scenario = (
     const config = yield* testConfig({ workers: 3, ...configInput })
     const staleSeconds = config.staleTimeoutMillis / 1000
     const derivers = yield* Scope.make()
+    // deriver-a reaches the server through a proxy that can partition it away.
+    const proxyA = yield* Scope.provide(CountingProxy.start({ host: running.cluster.host, port }), clusterScope)
     for (const owner of ["deriver-a", "deriver-b"]) {
-      const context = yield* Layer.buildWithScope(session(url, owner), derivers)
+      const context = yield* Layer.buildWithScope(
+        session(owner === "deriver-a" ? proxyA.url(url) : url, owner),
+        derivers
+      )
       yield* Scope.provide(
         Deriver.start({ schema, handlers: Handlers.make({ work: handler }), config, owner }).pipe(
           Effect.provide(context)
@@ -136,7 +147,7 @@ const scenario = (
       return rows[0]?.n ?? 0
     }).pipe(Effect.provide(admin), Effect.orElseSucceed(() => 0))
     while ((yield* held) === 0) yield* Effect.sleep("20 millis")
-    yield* fault(restart)
+    yield* fault({ restart, cutA: proxyA.setCut })
     const pending = Effect.gen(function*() {
       const db = yield* DbSession
       const rows = yield* db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t("queue")} WHERE NOT processed`)
@@ -180,7 +191,7 @@ const assertNoWorkLost = (figures: Figures) => {
 describe("Deriver through restarts and outages (dedicated cluster)", () => {
   it.live("two fast restarts while draining: nothing lost, nothing errored", () =>
     Effect.gen(function*() {
-      const figures = yield* scenario("two fast restarts", { pollingSleepMaxIntervalSeconds: 0.5 }, (restart) =>
+      const figures = yield* scenario("two fast restarts", { pollingSleepMaxIntervalSeconds: 0.5 }, ({ restart }) =>
         Effect.gen(function*() {
           yield* Effect.sleep("700 millis")
           yield* restart(0)
@@ -201,12 +212,38 @@ describe("Deriver through restarts and outages (dedicated cluster)", () => {
             staleSessionTimeoutMinutes: 0.05,
             staleWorkUnitCleanupIntervalSeconds: 0.5
           },
-          (restart) => Effect.andThen(Effect.sleep("300 millis"), restart(6_000))
+          ({ restart }) => Effect.andThen(Effect.sleep("300 millis"), restart(6_000))
         )
         // Whether a unit is taken over after recovery is a race between the stale cleanup and the owners' first
         // heartbeat (takeovers are what the heartbeat avoids); the figure is reported, the fencing itself is
         // asserted deterministically in Queue.test.ts.
         assertNoWorkLost(figures)
+      }),
+    { timeout: 180_000 }
+  )
+
+  it.live(
+    "a deriver cut off longer than the stale timeout: its units are taken over, and when it returns it is fenced",
+    () =>
+      Effect.gen(function*() {
+        const figures = yield* scenario(
+          "deriver-a partitioned 5 s > stale timeout 3 s",
+          {
+            pollingSleepMaxIntervalSeconds: 0.5,
+            staleSessionTimeoutMinutes: 0.05,
+            staleWorkUnitCleanupIntervalSeconds: 0.5
+          },
+          ({ cutA }) =>
+            Effect.gen(function*() {
+              yield* Effect.sleep("300 millis")
+              yield* cutA(true)
+              yield* Effect.sleep("5 seconds")
+              yield* cutA(false)
+            })
+        )
+        assertNoWorkLost(figures)
+        // deriver-b went on and freed deriver-a's units after the stale timeout: a real takeover, deterministic.
+        assert.isAbove(figures.takenOver, 0, "deriver-a's units were taken over")
       }),
     { timeout: 180_000 }
   )

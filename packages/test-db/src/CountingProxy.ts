@@ -19,6 +19,11 @@ export interface CountingProxy extends Address {
   readonly open: Effect.Effect<number>
   /** `url` with its host and port replaced by the proxy's. */
   readonly url: (url: string) => string
+  /**
+   * A network partition between the clients and the server while `cut` is true: every open connection is
+   * dropped and new ones are closed at once (still counted); `false` heals it.
+   */
+  readonly setCut: (cut: boolean) => Effect.Effect<void>
 }
 
 /** `url` with its host and port replaced by `address`. */
@@ -55,8 +60,13 @@ export const start = (target: Address): Effect.Effect<CountingProxy, never, Scop
     let attempts = 0
     const sockets = new Set<Socket>()
     const clients = new Set<Socket>()
+    let cut = false
     const server = createServer((client) => {
       attempts += 1
+      if (cut) {
+        client.destroy()
+        return
+      }
       clients.add(client)
       const upstream = netConnect({ host: target.host, port: target.port })
       sockets.add(client)
@@ -81,6 +91,15 @@ export const start = (target: Address): Effect.Effect<CountingProxy, never, Scop
       ...address,
       attempts: Effect.sync(() => attempts),
       open: Effect.sync(() => clients.size),
-      url: (url: string) => urlAt(url, address)
+      url: (url: string) => urlAt(url, address),
+      setCut: (value: boolean) =>
+        Effect.sync(() => {
+          cut = value
+          if (value) {
+            for (const socket of sockets) socket.destroy()
+            sockets.clear()
+            clients.clear()
+          }
+        })
     } satisfies CountingProxy
   })
