@@ -2,10 +2,11 @@
  * Every statement has a deadline, for both drivers and both pool classes, against a real server: a statement
  * stuck behind a lock that another session holds fails at the client-side bound with `STATEMENT_TIMEOUT`
  * (transient), is stopped on the server (a CancelRequest; no backend is left waiting on the lock) and its
- * connection is not reused; inside a transaction the server's own `statement_timeout` cancels it first (57014).
+ * connection is not reused; inside a transaction the server's own `statement_timeout` cancels it first (57014); a
+ * pooler that stops answering mid-statement (a silent proxy) costs the bound, not forever.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { TableLock } from "@resilience/test-db"
+import { CountingProxy, TableLock } from "@resilience/test-db"
 import { Effect } from "effect"
 import { Classify, DbSession, QueryFailed } from "../src/index.ts"
 import { appName, backends, eventually, matrix, Server, session } from "./support.ts"
@@ -63,6 +64,33 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("Stat
             const db = yield* DbSession
             assert.deepStrictEqual(yield* db.query("select count(*)::int as n from deadline_locked"), [{ n: 0 }])
           }).pipe(Effect.provide(session({ url: cluster.url, applicationName, driver, poolClass })))
+        }))
+
+      it.effect("a pooler that stops answering mid-statement: STATEMENT_TIMEOUT at the bound, then it serves again", () =>
+        Effect.gen(function*() {
+          const { cluster } = yield* Server
+          const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
+          yield* Effect.gen(function*() {
+            const db = yield* DbSession
+            assert.deepStrictEqual(yield* db.query("select 1 as one"), [{ one: 1 }])
+            const started = Date.now()
+            const error = yield* Effect.flip(
+              db.withConnection((c) => Effect.andThen(proxy.setSilent(true), c.query("select 2 as two")))
+            )
+            const elapsed = Date.now() - started
+            yield* proxy.setSilent(false)
+            assert.strictEqual(error._tag === "QueryFailed" && error.code, "STATEMENT_TIMEOUT", error.message)
+            assert.isAtLeast(elapsed, statementTimeoutMillis + 1000 - 50)
+            assert.isBelow(elapsed, statementTimeoutMillis + 1000 + 3000)
+            // The silent connection was closed, not handed out again: the next statement gets a working one.
+            assert.deepStrictEqual(yield* db.query("select 3 as three"), [{ three: 3 }])
+          }).pipe(Effect.provide(session({
+            url: proxy.url(cluster.url),
+            applicationName: appName(`silent_${driver}_${poolClass}`),
+            driver,
+            poolClass,
+            statementTimeout: `${statementTimeoutMillis} millis`
+          })))
         }))
     })
   }

@@ -24,6 +24,11 @@ export interface CountingProxy extends Address {
    * dropped and new ones are closed at once (still counted); `false` heals it.
    */
   readonly setCut: (cut: boolean) => Effect.Effect<void>
+  /**
+   * A pooler that stops answering while `silent` is true: connections stay open, nothing is forwarded either
+   * way (new ones are accepted and stay silent too); `false` resumes forwarding.
+   */
+  readonly setSilent: (silent: boolean) => Effect.Effect<void>
 }
 
 /** `url` with its host and port replaced by `address`. */
@@ -61,6 +66,7 @@ export const start = (target: Address): Effect.Effect<CountingProxy, never, Scop
     const sockets = new Set<Socket>()
     const clients = new Set<Socket>()
     let cut = false
+    let silent = false
     const server = createServer((client) => {
       attempts += 1
       if (cut) {
@@ -84,6 +90,10 @@ export const start = (target: Address): Effect.Effect<CountingProxy, never, Scop
       upstream.on("close", closeBoth)
       client.pipe(upstream)
       upstream.pipe(client)
+      if (silent) {
+        client.pause()
+        upstream.pause()
+      }
     })
     const port = yield* Effect.acquireRelease(listen(server), () => shutdown(server, sockets))
     const address = { host: "127.0.0.1", port }
@@ -99,6 +109,14 @@ export const start = (target: Address): Effect.Effect<CountingProxy, never, Scop
             for (const socket of sockets) socket.destroy()
             sockets.clear()
             clients.clear()
+          }
+        }),
+      setSilent: (value: boolean) =>
+        Effect.sync(() => {
+          silent = value
+          for (const socket of sockets) {
+            if (value) socket.pause()
+            else socket.resume()
           }
         })
     } satisfies CountingProxy
