@@ -15,7 +15,7 @@ import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
 import { Effect, Exit, Layer, References, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as Deriver from "../src/Deriver.ts"
@@ -178,6 +178,7 @@ const scenario = (
       } satisfies Figures
     }).pipe(Effect.provide(admin))
     yield* Scope.close(clusterScope, Exit.void)
+    yield* Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
     console.log(`[figures] ${label}: ${JSON.stringify(figures)}`)
     return figures
   }).pipe(Effect.provideService(References.MinimumLogLevel, "Error"))
