@@ -150,6 +150,18 @@ const positiveHours = Parameters.check(Parameters.PositiveMillis, "a finite numb
 const factorAboveOne = Parameters.check(Schema.Finite.check(Schema.isGreaterThan(1)), "a finite number > 1")
 const toMillis = (seconds: number) => seconds * 1000
 
+/** The settings with a numeric default. */
+type NumericSetting = { [K in keyof typeof defaults]: (typeof defaults)[K] extends number ? K : never }[
+  keyof typeof defaults
+]
+
+/** A numeric setting, the caller's or the default, checked under the name of its environment variable. */
+const setting = <A>(
+  input: Input,
+  key: NumericSetting,
+  check: (value: number, parameter: string) => Effect.Effect<A, Invalid>
+): Effect.Effect<A, Invalid> => check(input[key] ?? defaults[key], variables[key])
+
 /**
  * Validates settings; the error names the environment variable of the bad setting.
  *
@@ -157,7 +169,7 @@ const toMillis = (seconds: number) => seconds * 1000
  */
 export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =>
   Effect.gen(function*() {
-    const workers = yield* positiveInteger(input.workers ?? defaults.workers, variables.workers)
+    const workers = yield* setting(input, "workers", positiveInteger)
     const base = input.pollingSleepIntervalSeconds ?? defaults.pollingSleepIntervalSeconds
     const max = input.pollingSleepMaxIntervalSeconds ?? defaults.pollingSleepMaxIntervalSeconds
     const baseMillis = yield* positiveSeconds(base, variables.pollingSleepIntervalSeconds)
@@ -167,33 +179,19 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
         `a finite number of seconds >= ${variables.pollingSleepIntervalSeconds} (${base})`
       )(max, variables.pollingSleepMaxIntervalSeconds)
     )
-    const multiplier = yield* Parameters.multiplier(
-      input.pollingBackoffMultiplier ?? defaults.pollingBackoffMultiplier,
-      variables.pollingBackoffMultiplier
-    )
-    const ratio = yield* Parameters.ratio(
-      input.pollingJitterRatio ?? defaults.pollingJitterRatio,
-      variables.pollingJitterRatio
-    )
+    const multiplier = yield* setting(input, "pollingBackoffMultiplier", Parameters.multiplier)
+    const ratio = yield* setting(input, "pollingJitterRatio", Parameters.ratio)
     const initial = input.pollingInitialInterval ?? defaults.pollingInitialInterval
     const initialInterval = initial === "base" || initial === "max"
       ? initial
       : yield* Effect.fail(invalid(variables.pollingInitialInterval, initial, "base or max"))
     const startup = input.pollingStartupJitterSeconds ?? max
     const startupJitterMillis = yield* nonNegativeSeconds(startup, variables.pollingStartupJitterSeconds)
-    const stale = input.staleSessionTimeoutMinutes ?? defaults.staleSessionTimeoutMinutes
-    const staleTimeoutMillis = (yield* positiveMinutes(stale, variables.staleSessionTimeoutMinutes)) * 60_000
-    const cleanupIntervalMillis = yield* positiveSeconds(
-      input.staleWorkUnitCleanupIntervalSeconds ?? defaults.staleWorkUnitCleanupIntervalSeconds,
-      variables.staleWorkUnitCleanupIntervalSeconds
-    )
-    const grace = input.shutdownGraceSeconds ?? defaults.shutdownGraceSeconds
-    const shutdownGraceMillis = yield* nonNegativeSeconds(grace, variables.shutdownGraceSeconds)
-    const batchSize = yield* positiveInteger(input.batchSize ?? defaults.batchSize, variables.batchSize)
-    const slowPollMillis = yield* positiveSeconds(
-      input.overloadSlowPollSeconds ?? defaults.overloadSlowPollSeconds,
-      variables.overloadSlowPollSeconds
-    )
+    const staleTimeoutMillis = (yield* setting(input, "staleSessionTimeoutMinutes", positiveMinutes)) * 60_000
+    const cleanupIntervalMillis = yield* setting(input, "staleWorkUnitCleanupIntervalSeconds", positiveSeconds)
+    const shutdownGraceMillis = yield* setting(input, "shutdownGraceSeconds", nonNegativeSeconds)
+    const batchSize = yield* setting(input, "batchSize", positiveInteger)
+    const slowPollMillis = yield* setting(input, "overloadSlowPollSeconds", positiveSeconds)
     const overloadMax = input.overloadMaxIntervalSeconds ?? max * 10
     const overloadMaxMillis = toMillis(
       yield* Parameters.check(
@@ -201,14 +199,9 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
         `a finite number of seconds >= ${variables.pollingSleepMaxIntervalSeconds} (${max})`
       )(overloadMax, variables.overloadMaxIntervalSeconds)
     )
-    const recovery = input.overloadRecoveryFactor ?? defaults.overloadRecoveryFactor
-    const recoveryFactor = yield* factorAboveOne(recovery, variables.overloadRecoveryFactor)
-    const retention = input.historyRetentionHours ?? defaults.historyRetentionHours
-    const historyRetentionMillis = (yield* positiveHours(retention, variables.historyRetentionHours)) * 3_600_000
-    const claimTimeoutMillis = yield* positiveSeconds(
-      input.claimTimeoutSeconds ?? defaults.claimTimeoutSeconds,
-      variables.claimTimeoutSeconds
-    )
+    const recoveryFactor = yield* setting(input, "overloadRecoveryFactor", factorAboveOne)
+    const historyRetentionMillis = (yield* setting(input, "historyRetentionHours", positiveHours)) * 3_600_000
+    const claimTimeoutMillis = yield* setting(input, "claimTimeoutSeconds", positiveSeconds)
     const backoff: PollBackoff.Settings = {
       baseMillis,
       multiplier,

@@ -64,6 +64,21 @@ const tables = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
+ * One statement over `rows`, passed as a JSON array in `$1`, and the count it reports; no statement at all for
+ * no rows.
+ */
+const forRows = <A, Row = Record<string, unknown>>(
+  connection: Connection,
+  rows: ReadonlyArray<A>,
+  toJson: (row: A) => Record<string, unknown>,
+  sql: string,
+  count: (result: ReadonlyArray<Row>) => number
+): Effect.Effect<number, QueryError> =>
+  rows.length === 0
+    ? Effect.succeed(0)
+    : Effect.map(connection.query<Row>(sql, [JSON.stringify(rows.map(toJson))]), count)
+
+/**
  * Enqueues items in one statement on the given connection (use a transaction to enqueue atomically with
  * other writes). Returns the number of rows inserted.
  *
@@ -74,25 +89,19 @@ export const enqueue = (
   schema: SchemaName.SchemaName,
   items: ReadonlyArray<NewItem>
 ): Effect.Effect<number, QueryError> =>
-  items.length === 0
-    ? Effect.succeed(0)
-    : Effect.map(
-      connection.query<{ n: number }>(
-        `WITH inserted AS (
-          INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload)
-          SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb)
-          FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, n)
-          ORDER BY e.n
-          RETURNING 1
-        ) SELECT count(*)::int AS n FROM inserted`,
-        [JSON.stringify(items.map((item) => ({
-          work_unit_key: item.workUnitKey,
-          task_type: item.taskType,
-          payload: item.payload ?? null
-        })))]
-      ),
-      (rows) => rows[0]?.n ?? 0
-    )
+  forRows(
+    connection,
+    items,
+    (item) => ({ work_unit_key: item.workUnitKey, task_type: item.taskType, payload: item.payload ?? null }),
+    `WITH inserted AS (
+      INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload)
+      SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb)
+      FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, n)
+      ORDER BY e.n
+      RETURNING 1
+    ) SELECT count(*)::int AS n FROM inserted`,
+    (rows: ReadonlyArray<{ n: number }>) => rows[0]?.n ?? 0
+  )
 
 /**
  * The claim statement: up to `$1` work units with unprocessed items that nobody owns, oldest first (by their
@@ -362,18 +371,16 @@ export const release = (
   schema: SchemaName.SchemaName,
   claims: ReadonlyArray<Claim>
 ): Effect.Effect<number, QueryError> =>
-  claims.length === 0
-    ? Effect.succeed(0)
-    : Effect.map(
-      connection.query(
-        `DELETE FROM ${tables(schema).sessions} s
-         USING jsonb_to_recordset($1::jsonb) AS c(work_unit_key text, owner text, id text)
-         WHERE s.work_unit_key = c.work_unit_key AND s.owner = c.owner AND s.id = c.id::bigint
-         RETURNING 1`,
-        [JSON.stringify(claims.map((c) => ({ work_unit_key: c.workUnitKey, owner: c.owner, id: c.id })))]
-      ),
-      (rows) => rows.length
-    )
+  forRows(
+    connection,
+    claims,
+    (c) => ({ work_unit_key: c.workUnitKey, owner: c.owner, id: c.id }),
+    `DELETE FROM ${tables(schema).sessions} s
+     USING jsonb_to_recordset($1::jsonb) AS c(work_unit_key text, owner text, id text)
+     WHERE s.work_unit_key = c.work_unit_key AND s.owner = c.owner AND s.id = c.id::bigint
+     RETURNING 1`,
+    (rows) => rows.length
+  )
 
 /**
  * Releases every ownership row of `owner` (shutdown). Returns how many rows were deleted.
