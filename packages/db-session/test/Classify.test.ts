@@ -27,216 +27,177 @@ const outcome = (error: DatabaseUnavailable | DatabaseMisconfigured | QueryFaile
     ? "Misconfigured"
     : "QueryFailed"
 
-const checkout: ReadonlyArray<readonly [string, unknown, Expected]> = [
-  ["PostgreSQL 53300 too many clients (pg)", pgError("53300", "sorry, too many clients already"), "Saturated"],
-  [
-    "PostgreSQL 53300 too many clients (postgres.js)",
-    postgresError("53300", "sorry, too many clients already"),
-    "Saturated"
-  ],
-  [
-    "PostgreSQL 53300 reserved slots",
-    pgError("53300", "remaining connection slots are reserved for roles with the SUPERUSER attribute"),
-    "Saturated"
-  ],
-  ["PgBouncer max_client_conn", pgError("08P01", "no more connections allowed (max_client_conn)"), "Saturated"],
-  ["PgBouncer query_wait_timeout", postgresError("08P01", "query_wait_timeout"), "Saturated"],
-  ["Supavisor EMAXCONN", pgError("XX000", "(EMAXCONN) max client connections reached, limit: 3"), "Saturated"],
-  [
-    "Supavisor EMAXCONNSESSION",
-    postgresError("XX000", "(EMAXCONNSESSION) max client connections reached in session mode, limit: 15"),
-    "Saturated"
-  ],
-  [
-    "Supavisor session mode pool full",
-    pgError(
-      "XX000",
-      "MaxClientsInSessionMode: max clients reached - in Session mode max clients are limited to pool_size"
-    ),
-    "Saturated"
-  ],
-  ["in-process pool exhausted", systemError("POOL_EXHAUSTED", "no free connection"), "Saturated"],
-  ["pg-pool wait timeout", new Error("timeout exceeded when trying to connect"), "Saturated"],
-  ["57P03 starting up", pgError("57P03", "the database system is starting up"), "NotAcceptingConnections"],
-  ["57P03 shutting down", postgresError("57P03", "the database system is shutting down"), "NotAcceptingConnections"],
-  [
-    "57P01 admin shutdown",
-    pgError("57P01", "terminating connection due to administrator command"),
-    "NotAcceptingConnections"
-  ],
-  [
-    "postgres.js CONNECT_TIMEOUT",
-    systemError("CONNECT_TIMEOUT", "write CONNECT_TIMEOUT 127.0.0.1:5432"),
-    "ConnectTimeout"
-  ],
-  ["pg connectionTimeoutMillis", new Error("timeout expired"), "ConnectTimeout"],
-  [
-    "pg-pool connection timeout",
-    new Error("Connection terminated due to connection timeout", {
-      cause: new Error("Connection terminated unexpectedly")
-    }),
-    "ConnectTimeout"
-  ],
-  ["TCP ETIMEDOUT", systemError("ETIMEDOUT", "connect ETIMEDOUT 10.0.0.1:5432"), "ConnectTimeout"],
-  ["ECONNREFUSED", systemError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1"), "Unreachable"],
-  ["EHOSTUNREACH", systemError("EHOSTUNREACH", "connect EHOSTUNREACH 10.0.0.1:5432"), "Unreachable"],
-  ["ENOTFOUND", systemError("ENOTFOUND", "getaddrinfo ENOTFOUND db.invalid"), "Unreachable"],
-  ["ECONNRESET during startup", systemError("ECONNRESET", "read ECONNRESET"), "Unreachable"],
-  [
-    "AggregateError from a dual-stack connect",
-    new AggregateError(
-      [systemError("ECONNREFUSED", "connect ECONNREFUSED ::1:1"), systemError("ECONNREFUSED", "x")],
-      ""
-    ),
-    "Unreachable"
-  ],
-  ["pg closed during startup", new Error("Connection terminated unexpectedly"), "Unreachable"],
-  [
-    "postgres.js closed during startup",
-    systemError("CONNECTION_CLOSED", "write CONNECTION_CLOSED 127.0.0.1:5432"),
-    "Unreachable"
-  ],
-  ["PgBouncer cannot reach its server", pgError("08P01", "pgbouncer cannot connect to server"), "Unreachable"],
-  ["08006 connection failure", pgError("08006", "connection failure"), "Unreachable"],
-  ["28P01 bad password", pgError("28P01", "password authentication failed for user \"app\""), "Misconfigured"],
-  ["28000 no pg_hba entry", postgresError("28000", "no pg_hba.conf entry for host"), "Misconfigured"],
-  ["3D000 unknown database", pgError("3D000", "database \"nope\" does not exist"), "Misconfigured"],
-  ["42501 no CONNECT privilege", pgError("42501", "permission denied for database \"app\""), "Misconfigured"],
-  ["PgBouncer unknown database", pgError("08P01", "no such database: nope"), "Misconfigured"],
-  [
-    "pg SASL without a password",
-    new Error("SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string"),
-    "Misconfigured"
-  ],
-  ["an unknown SQLSTATE at connect", pgError("0A000", "feature not supported"), "Misconfigured"],
-  ["an unknown error without a SQLSTATE", new Error("something odd"), "Unreachable"]
-]
+/** One test a row of `table`, named by the row's first cell, given the group the row is listed under. */
+const eachRow = <K extends string, Row extends readonly [string, ...ReadonlyArray<unknown>]>(
+  table: { readonly [G in K]?: ReadonlyArray<Row> },
+  test: (group: K, row: Row) => void
+) => {
+  for (const [group, rows] of Object.entries<ReadonlyArray<Row> | undefined>(table)) {
+    for (const row of rows ?? []) it(row[0], () => test(group as K, row))
+  }
+}
 
-const statement: ReadonlyArray<readonly [string, unknown, Expected]> = [
-  ["23505 unique violation", pgError("23505", "duplicate key value violates unique constraint"), "QueryFailed"],
-  ["42601 syntax error", postgresError("42601", "syntax error at or near \"selec\""), "QueryFailed"],
-  ["42501 permission denied on a table", pgError("42501", "permission denied for table t"), "QueryFailed"],
-  ["57014 statement timeout", pgError("57014", "canceling statement due to statement timeout"), "QueryFailed"],
-  ["3D000 is an ordinary error mid-session", pgError("3D000", "database does not exist"), "QueryFailed"],
-  [
-    "57P01 terminated backend",
-    pgError("57P01", "terminating connection due to administrator command"),
-    "NotAcceptingConnections"
+const checkout: { readonly [E in Expected]?: ReadonlyArray<readonly [string, unknown]> } = {
+  Saturated: [
+    ["PostgreSQL 53300 too many clients (pg)", pgError("53300", "sorry, too many clients already")],
+    ["PostgreSQL 53300 too many clients (postgres.js)", postgresError("53300", "sorry, too many clients already")],
+    [
+      "PostgreSQL 53300 reserved slots",
+      pgError("53300", "remaining connection slots are reserved for roles with the SUPERUSER attribute")
+    ],
+    ["PgBouncer max_client_conn", pgError("08P01", "no more connections allowed (max_client_conn)")],
+    ["PgBouncer query_wait_timeout", postgresError("08P01", "query_wait_timeout")],
+    ["Supavisor EMAXCONN", pgError("XX000", "(EMAXCONN) max client connections reached, limit: 3")],
+    [
+      "Supavisor EMAXCONNSESSION",
+      postgresError("XX000", "(EMAXCONNSESSION) max client connections reached in session mode, limit: 15")
+    ],
+    [
+      "Supavisor session mode pool full",
+      pgError(
+        "XX000",
+        "MaxClientsInSessionMode: max clients reached - in Session mode max clients are limited to pool_size"
+      )
+    ],
+    ["in-process pool exhausted", systemError("POOL_EXHAUSTED", "no free connection")],
+    ["pg-pool wait timeout", new Error("timeout exceeded when trying to connect")]
   ],
-  ["ECONNRESET mid-query", systemError("ECONNRESET", "read ECONNRESET"), "Unreachable"],
-  ["pg connection lost", new Error("Connection terminated unexpectedly"), "Unreachable"],
-  [
-    "pg client already broken",
-    new Error("Client has encountered a connection error and is not queryable"),
-    "Unreachable"
+  NotAcceptingConnections: [
+    ["57P03 starting up", pgError("57P03", "the database system is starting up")],
+    ["57P03 shutting down", postgresError("57P03", "the database system is shutting down")],
+    ["57P01 admin shutdown", pgError("57P01", "terminating connection due to administrator command")]
   ],
-  [
-    "postgres.js connection lost",
-    systemError("CONNECTION_CLOSED", "write CONNECTION_CLOSED 127.0.0.1:5432"),
-    "Unreachable"
+  ConnectTimeout: [
+    ["postgres.js CONNECT_TIMEOUT", systemError("CONNECT_TIMEOUT", "write CONNECT_TIMEOUT 127.0.0.1:5432")],
+    ["pg connectionTimeoutMillis", new Error("timeout expired")],
+    [
+      "pg-pool connection timeout",
+      new Error("Connection terminated due to connection timeout", {
+        cause: new Error("Connection terminated unexpectedly")
+      })
+    ],
+    ["TCP ETIMEDOUT", systemError("ETIMEDOUT", "connect ETIMEDOUT 10.0.0.1:5432")]
   ],
-  ["PgBouncer query_wait_timeout", pgError("08P01", "query_wait_timeout"), "Saturated"]
-]
+  Unreachable: [
+    ["ECONNREFUSED", systemError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1")],
+    ["EHOSTUNREACH", systemError("EHOSTUNREACH", "connect EHOSTUNREACH 10.0.0.1:5432")],
+    ["ENOTFOUND", systemError("ENOTFOUND", "getaddrinfo ENOTFOUND db.invalid")],
+    ["ECONNRESET during startup", systemError("ECONNRESET", "read ECONNRESET")],
+    [
+      "AggregateError from a dual-stack connect",
+      new AggregateError(
+        [systemError("ECONNREFUSED", "connect ECONNREFUSED ::1:1"), systemError("ECONNREFUSED", "x")],
+        ""
+      )
+    ],
+    ["pg closed during startup", new Error("Connection terminated unexpectedly")],
+    ["postgres.js closed during startup", systemError("CONNECTION_CLOSED", "write CONNECTION_CLOSED 127.0.0.1:5432")],
+    ["PgBouncer cannot reach its server", pgError("08P01", "pgbouncer cannot connect to server")],
+    ["08006 connection failure", pgError("08006", "connection failure")],
+    ["an unknown error without a SQLSTATE", new Error("something odd")]
+  ],
+  Misconfigured: [
+    ["28P01 bad password", pgError("28P01", "password authentication failed for user \"app\"")],
+    ["28000 no pg_hba entry", postgresError("28000", "no pg_hba.conf entry for host")],
+    ["3D000 unknown database", pgError("3D000", "database \"nope\" does not exist")],
+    ["42501 no CONNECT privilege", pgError("42501", "permission denied for database \"app\"")],
+    ["PgBouncer unknown database", pgError("08P01", "no such database: nope")],
+    ["pg SASL without a password", new Error("SASL: SCRAM-SERVER-FIRST-MESSAGE: client password must be a string")],
+    ["an unknown SQLSTATE at connect", pgError("0A000", "feature not supported")]
+  ]
+}
 
-/** Statement failures through `queryFailure`, then the guards: what each one means, and its name. */
-const meanings: ReadonlyArray<readonly [string, unknown, Classify.Meaning, string]> = [
-  [
-    "25006 read-only after a failover",
-    pgError("25006", "cannot execute INSERT in a read-only transaction"),
-    "transient",
-    "ReadOnly"
+const statement: { readonly [E in Expected]?: ReadonlyArray<readonly [string, unknown]> } = {
+  QueryFailed: [
+    ["23505 unique violation", pgError("23505", "duplicate key value violates unique constraint")],
+    ["42601 syntax error", postgresError("42601", "syntax error at or near \"selec\"")],
+    ["42501 permission denied on a table", pgError("42501", "permission denied for table t")],
+    ["57014 statement timeout", pgError("57014", "canceling statement due to statement timeout")],
+    ["3D000 is an ordinary error mid-session", pgError("3D000", "database does not exist")]
   ],
-  [
-    "40001 serialization failure",
-    postgresError("40001", "could not serialize access"),
-    "transient",
-    "SerializationFailure"
+  NotAcceptingConnections: [
+    ["57P01 terminated backend", pgError("57P01", "terminating connection due to administrator command")]
   ],
-  ["40P01 deadlock", pgError("40P01", "deadlock detected"), "transient", "Deadlock"],
-  ["55P03 lock not available", pgError("55P03", "canceling statement due to lock timeout"), "transient", "LockTimeout"],
-  [
-    "57014 statement timeout",
-    pgError("57014", "canceling statement due to statement timeout"),
-    "transient",
-    "StatementTimeout"
+  Unreachable: [
+    ["ECONNRESET mid-query", systemError("ECONNRESET", "read ECONNRESET")],
+    ["pg connection lost", new Error("Connection terminated unexpectedly")],
+    ["pg client already broken", new Error("Client has encountered a connection error and is not queryable")],
+    ["postgres.js connection lost", systemError("CONNECTION_CLOSED", "write CONNECTION_CLOSED 127.0.0.1:5432")]
   ],
-  [
-    "53100 disk full",
-    pgError("53100", "could not extend file: No space left on device"),
-    "transient",
-    "ResourceExhausted"
+  Saturated: [
+    ["PgBouncer query_wait_timeout", pgError("08P01", "query_wait_timeout")]
+  ]
+}
+
+/** Statement failures through `queryFailure`, then the guards, by what each one means: its name. */
+const meanings: { readonly [M in Classify.Meaning]: ReadonlyArray<readonly [string, unknown, string]> } = {
+  transient: [
+    [
+      "25006 read-only after a failover",
+      pgError("25006", "cannot execute INSERT in a read-only transaction"),
+      "ReadOnly"
+    ],
+    ["40001 serialization failure", postgresError("40001", "could not serialize access"), "SerializationFailure"],
+    ["40P01 deadlock", pgError("40P01", "deadlock detected"), "Deadlock"],
+    ["55P03 lock not available", pgError("55P03", "canceling statement due to lock timeout"), "LockTimeout"],
+    ["57014 statement timeout", pgError("57014", "canceling statement due to statement timeout"), "StatementTimeout"],
+    ["53100 disk full", pgError("53100", "could not extend file: No space left on device"), "ResourceExhausted"],
+    ["53200 out of memory", postgresError("53200", "out of memory"), "ResourceExhausted"],
+    ["53400 configuration limit", pgError("53400", "too many range table entries"), "ResourceExhausted"],
+    ["XX000 internal error", pgError("XX000", "cache lookup failed for relation 16384"), "ServerInterrupted"]
   ],
-  ["53200 out of memory", postgresError("53200", "out of memory"), "transient", "ResourceExhausted"],
-  ["53400 configuration limit", pgError("53400", "too many range table entries"), "transient", "ResourceExhausted"],
-  [
-    "XX000 internal error",
-    pgError("XX000", "cache lookup failed for relation 16384"),
-    "transient",
-    "ServerInterrupted"
+  unavailable: [
+    [
+      "57P01 mid-statement",
+      pgError("57P01", "terminating connection due to administrator command"),
+      "NotAcceptingConnections"
+    ],
+    [
+      "57P02 mid-statement",
+      pgError("57P02", "terminating connection because of crash of another server process"),
+      "NotAcceptingConnections"
+    ],
+    [
+      "57P03 mid-statement",
+      postgresError("57P03", "the database system is in recovery mode"),
+      "NotAcceptingConnections"
+    ],
+    ["08006 mid-statement", pgError("08006", "connection failure"), "Unreachable"],
+    [
+      "Supavisor EDBHANDLEREXITED",
+      pgError("XX000", "(EDBHANDLEREXITED) connection to database closed. Check logs for more information"),
+      "Unreachable"
+    ],
+    [
+      "Supavisor ECHECKOUTTIMEOUT",
+      pgError("XX000", "(ECHECKOUTTIMEOUT) Pool checkout timeout. Request was dropped after 5000ms"),
+      "Saturated"
+    ],
+    ["PgBouncer query_timeout", pgError("08P01", "query timeout"), "Unreachable"]
   ],
-  [
-    "57P01 mid-statement",
-    pgError("57P01", "terminating connection due to administrator command"),
-    "unavailable",
-    "NotAcceptingConnections"
+  misconfigured: [
+    ["42P01 undefined table (not migrated)", pgError("42P01", "relation \"t.queue\" does not exist"), "Misconfigured"],
+    ["42501 permission denied", pgError("42501", "permission denied for table t"), "Misconfigured"]
   ],
-  [
-    "57P02 mid-statement",
-    pgError("57P02", "terminating connection because of crash of another server process"),
-    "unavailable",
-    "NotAcceptingConnections"
-  ],
-  [
-    "57P03 mid-statement",
-    postgresError("57P03", "the database system is in recovery mode"),
-    "unavailable",
-    "NotAcceptingConnections"
-  ],
-  ["08006 mid-statement", pgError("08006", "connection failure"), "unavailable", "Unreachable"],
-  [
-    "Supavisor EDBHANDLEREXITED",
-    pgError("XX000", "(EDBHANDLEREXITED) connection to database closed. Check logs for more information"),
-    "unavailable",
-    "Unreachable"
-  ],
-  [
-    "Supavisor ECHECKOUTTIMEOUT",
-    pgError("XX000", "(ECHECKOUTTIMEOUT) Pool checkout timeout. Request was dropped after 5000ms"),
-    "unavailable",
-    "Saturated"
-  ],
-  ["PgBouncer query_timeout", pgError("08P01", "query timeout"), "unavailable", "Unreachable"],
-  [
-    "42P01 undefined table (not migrated)",
-    pgError("42P01", "relation \"t.queue\" does not exist"),
-    "misconfigured",
-    "Misconfigured"
-  ],
-  ["42501 permission denied", pgError("42501", "permission denied for table t"), "misconfigured", "Misconfigured"],
-  [
-    "23505 unique violation",
-    pgError("23505", "duplicate key value violates unique constraint"),
-    "permanent",
-    "Permanent"
-  ],
-  ["22P05 untranslatable character", pgError("22P05", "unsupported Unicode escape sequence"), "permanent", "Permanent"],
-  ["42601 syntax error", postgresError("42601", "syntax error at or near \"selec\""), "permanent", "Permanent"],
-  ["40002 deferred constraint at commit", pgError("40002", "integrity constraint violation"), "permanent", "Permanent"],
-  ["a driver error without a code", new Error("Cannot serialize value"), "permanent", "Permanent"]
-]
+  permanent: [
+    ["23505 unique violation", pgError("23505", "duplicate key value violates unique constraint"), "Permanent"],
+    ["22P05 untranslatable character", pgError("22P05", "unsupported Unicode escape sequence"), "Permanent"],
+    ["42601 syntax error", postgresError("42601", "syntax error at or near \"selec\""), "Permanent"],
+    ["40002 deferred constraint at commit", pgError("40002", "integrity constraint violation"), "Permanent"],
+    ["a driver error without a code", new Error("Cannot serialize value"), "Permanent"]
+  ]
+}
 
 describe("Classify", () => {
   describe("what a statement failure means", () => {
-    for (const [name, error, meaning, conditionName] of meanings) {
-      it(name, () => {
-        const classified = Classify.queryFailure(error, 1)
-        assert.deepStrictEqual(Classify.conditionOf(classified), { meaning, name: conditionName })
-        assert.strictEqual(Classify.isDbError(classified), true)
-        assert.strictEqual(Classify.isTemporary(classified), meaning === "unavailable" || meaning === "transient")
-        assert.strictEqual(Classify.isDatabaseCondition(classified), meaning !== "permanent")
-        assert.strictEqual(Classify.isPermanent(classified), meaning === "permanent")
-      })
-    }
+    eachRow(meanings, (meaning, [, error, conditionName]) => {
+      const classified = Classify.queryFailure(error, 1)
+      assert.deepStrictEqual(Classify.conditionOf(classified), { meaning, name: conditionName })
+      assert.strictEqual(Classify.isDbError(classified), true)
+      assert.strictEqual(Classify.isTemporary(classified), meaning === "unavailable" || meaning === "transient")
+      assert.strictEqual(Classify.isDatabaseCondition(classified), meaning !== "permanent")
+      assert.strictEqual(Classify.isPermanent(classified), meaning === "permanent")
+    })
   })
 
   it("transient conditions at checkout are the server not accepting sessions now", () => {
@@ -277,25 +238,21 @@ describe("Classify", () => {
   })
 
   describe("checkout failures", () => {
-    for (const [name, error, expected] of checkout) {
-      it(name, () => {
-        const classified = Classify.checkoutFailure(error, 12.5)
-        assert.strictEqual(outcome(classified), expected)
-        assert.strictEqual(classified.elapsedMillis, 12.5)
-        assert.strictEqual(classified.message, Classify.describe(error).message)
-        assert.strictEqual(classified.code, Classify.describe(error).code)
-      })
-    }
+    eachRow(checkout, (expected, [, error]) => {
+      const classified = Classify.checkoutFailure(error, 12.5)
+      assert.strictEqual(outcome(classified), expected)
+      assert.strictEqual(classified.elapsedMillis, 12.5)
+      assert.strictEqual(classified.message, Classify.describe(error).message)
+      assert.strictEqual(classified.code, Classify.describe(error).code)
+    })
   })
 
   describe("statement failures", () => {
-    for (const [name, error, expected] of statement) {
-      it(name, () => {
-        const classified = Classify.queryFailure(error, 3)
-        assert.strictEqual(outcome(classified), expected)
-        assert.strictEqual(classified.code, Classify.describe(error).code)
-      })
-    }
+    eachRow(statement, (expected, [, error]) => {
+      const classified = Classify.queryFailure(error, 3)
+      assert.strictEqual(outcome(classified), expected)
+      assert.strictEqual(classified.code, Classify.describe(error).code)
+    })
   })
 
   it("reads the code of the first member of an AggregateError", () => {
