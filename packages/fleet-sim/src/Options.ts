@@ -25,11 +25,21 @@ export type InvalidOption = InvalidParameter.InvalidParameter
 export const invalidOption = (option: string, value: unknown, allowed: string): InvalidOption =>
   new InvalidParameter.InvalidParameter({ parameter: `--${option}`, value, allowed })
 
-const Positive = Schema.Finite.check(Schema.isGreaterThan(0))
-const NonNegative = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
-const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
-const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
-const Probability = Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
+/** An allowed range: the schema that checks a value and the words that name the range in an error. */
+interface Range {
+  readonly schema: Schema.Codec<number, number>
+  readonly allowed: string
+}
+
+const range = (schema: Schema.Codec<number, number>, allowed: string): Range => ({ schema, allowed })
+
+const Positive = range(Schema.Finite.check(Schema.isGreaterThan(0)), "a number > 0")
+const NonNegative = range(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)), "a number >= 0")
+const PositiveInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
+const NonNegativeInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "an integer >= 0")
+const Probability = range(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })), "a number in [0, 1]")
+const AtLeastOne = range(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)), "a number >= 1")
+const AboveOne = range(Schema.Finite.check(Schema.isGreaterThan(1)), "a number > 1")
 
 type Mutable<T> = {
   -readonly [K in keyof T]: NonNullable<T[K]> extends object ? Mutable<NonNullable<T[K]>> | Extract<T[K], undefined>
@@ -51,24 +61,35 @@ export interface Override {
 
 const seconds = (value: number) => value * 1000
 
+/** An override: its flag, what it means, its range and where the value goes. */
+const option = (flag: string, description: string, range: Range, apply: Override["apply"]): Override => ({
+  flag,
+  description,
+  ...range,
+  apply
+})
+
 /** An override of one admission gate setting (the `adaptive` policy), named after its variable. */
-function gateOverride(
+const gateOverride = (
   flag: string,
   description: string,
   key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "slowMillis",
-  schema: Schema.Codec<number, number>,
-  range: string
-): Override {
-  return {
-    flag,
-    description: `adaptive: ${description} (${AdmissionSettings.variables[key]})`,
-    schema,
-    allowed: `an integer ${range}`,
-    apply: (p, v) => {
-      if (p.admission !== undefined) p.admission.gate[key] = v
-    }
-  }
-}
+  range: Range
+): Override =>
+  option(flag, `adaptive: ${description} (${AdmissionSettings.variables[key]})`, range, (p, v) => {
+    if (p.admission !== undefined) p.admission.gate[key] = v
+  })
+
+/** An override of one setting of the spike scenario. */
+const spikeOverride = (
+  flag: string,
+  description: string,
+  key: "atSeconds" | "seconds" | "backends",
+  range: Range
+): Override =>
+  option(flag, description, range, (p, v) => {
+    if (p.spike !== undefined) p.spike[key] = v
+  })
 
 /**
  * Every parameter the CLI can override.
@@ -76,255 +97,169 @@ function gateOverride(
  * @since 0.1.0
  */
 export const overrides: ReadonlyArray<Override> = [
-  {
-    flag: "derivers",
-    description: "fleet size (derivers, one per tenant)",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => (p.derivers = v)
-  },
-  {
-    flag: "horizon",
-    description: "simulated seconds",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => (p.horizonSeconds = v)
-  },
-  {
-    flag: "base-interval",
-    description: "poll base interval, seconds (DERIVER_POLLING_SLEEP_INTERVAL_SECONDS)",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => (p.poll.baseMillis = seconds(v))
-  },
-  {
-    flag: "max-interval",
-    description: "poll max interval, seconds (DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS)",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => (p.poll.maxMillis = seconds(v))
-  },
-  {
-    flag: "multiplier",
-    description: "poll backoff multiplier (DERIVER_POLLING_BACKOFF_MULTIPLIER)",
-    schema: Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)),
-    allowed: "a number >= 1",
-    apply: (p, v) => (p.poll.multiplier = v)
-  },
-  {
-    flag: "jitter-ratio",
-    description: "per-cycle jitter ratio, 0 = none (overrides the policy)",
-    schema: Probability,
-    allowed: "a number in [0, 1]",
-    apply: (p, v) => (p.poll.ratio = v)
-  },
-  {
-    flag: "startup-jitter",
-    description: "startup delay upper bound, seconds, 0 = none (overrides the policy)",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.startupJitterMillis = seconds(v))
-  },
-  {
-    flag: "connect-timeout",
-    description: "failfast: bound on one acquisition, seconds (DB_CONNECT_TIMEOUT_SECONDS)",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => {
+  option("derivers", "fleet size (derivers, one per tenant)", PositiveInt, (p, v) => (p.derivers = v)),
+  option("horizon", "simulated seconds", PositiveInt, (p, v) => (p.horizonSeconds = v)),
+  option(
+    "base-interval",
+    "poll base interval, seconds (DERIVER_POLLING_SLEEP_INTERVAL_SECONDS)",
+    Positive,
+    (p, v) => (p.poll.baseMillis = seconds(v))
+  ),
+  option(
+    "max-interval",
+    "poll max interval, seconds (DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS)",
+    Positive,
+    (p, v) => (p.poll.maxMillis = seconds(v))
+  ),
+  option(
+    "multiplier",
+    "poll backoff multiplier (DERIVER_POLLING_BACKOFF_MULTIPLIER)",
+    AtLeastOne,
+    (p, v) => (p.poll.multiplier = v)
+  ),
+  option(
+    "jitter-ratio",
+    "per-cycle jitter ratio, 0 = none (overrides the policy)",
+    Probability,
+    (p, v) => (p.poll.ratio = v)
+  ),
+  option(
+    "startup-jitter",
+    "startup delay upper bound, seconds, 0 = none (overrides the policy)",
+    NonNegative,
+    (p, v) => (p.startupJitterMillis = seconds(v))
+  ),
+  option(
+    "connect-timeout",
+    "failfast: bound on one acquisition, seconds (DB_CONNECT_TIMEOUT_SECONDS)",
+    Positive,
+    (p, v) => {
       if (p.acquisition.kind === "failfast") p.acquisition.connectTimeoutMillis = seconds(v)
     }
-  },
-  {
-    flag: "retry-budget",
-    description: "retry: give up after this many seconds (CONNECTION_RETRY_MAX_DELAY_SECONDS)",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => {
+  ),
+  option(
+    "retry-budget",
+    "retry: give up after this many seconds (CONNECTION_RETRY_MAX_DELAY_SECONDS)",
+    NonNegative,
+    (p, v) => {
       if (p.acquisition.kind === "retry") p.acquisition.retry.budgetMillis = seconds(v)
     }
-  },
-  {
-    flag: "max-client-connections",
-    description: "pooler client-connection limit (EMAXCONN beyond it)",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => (p.pooler.maxClientConnections = v)
-  },
-  {
-    flag: "backend-ceiling",
-    description: "pooler backend ceiling (server connections)",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => (p.pooler.backendCeiling = v)
-  },
-  {
-    flag: "pooler-threads",
-    description: "pooler worker threads",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => (p.pooler.threads = v)
-  },
-  {
-    flag: "connect-cost",
-    description: "pooler work per accepted connection attempt, ms",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.pooler.connectCostMillis = v)
-  },
-  {
-    flag: "reject-cost",
-    description: "pooler work per refused connection attempt, ms",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.pooler.rejectCostMillis = v)
-  },
-  {
-    flag: "relay-cost",
-    description: "pooler work per transaction relay, ms",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.pooler.relayCostMillis = v)
-  },
-  {
-    flag: "queue-timeout",
-    description: "pooler: drop a client waiting this long for a backend, seconds",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => (p.pooler.queueTimeoutMillis = seconds(v))
-  },
-  {
-    flag: "cores",
-    description: "database cores (queries at full speed at once)",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => (p.database.cores = v)
-  },
-  {
-    flag: "claim-ms",
-    description: "claim query base cost, ms",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => (p.database.claimMillis = v)
-  },
-  {
-    flag: "contention",
-    description: "extra database slowdown per oversubscribed core, 0 = pure processor sharing",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.database.contention = v)
-  },
-  {
-    flag: "api-rps",
-    description: "open-loop API requests per second through the same pooler, 0 = none",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.api.requestsPerSecond = v)
-  },
-  {
-    flag: "api-query-ms",
-    description: "API query cost, ms",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: (p, v) => (p.api.queryMillis = v)
-  },
-  {
-    flag: "work-probability",
-    description: "chance that a claim finds work (then the loop resets to the base interval)",
-    schema: Probability,
-    allowed: "a number in [0, 1]",
-    apply: (p, v) => (p.work.probability = v)
-  },
-  {
-    flag: "handler-ms",
-    description: "handler time of a claimed unit, off the database, ms",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => (p.work.handlerMillis = v)
-  },
-  {
-    flag: "claim-timeout",
-    description: "adaptive: the claim's statement timeout, seconds, 0 = none (DB_STATEMENT_TIMEOUT_SECONDS)",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => {
+  ),
+  option(
+    "max-client-connections",
+    "pooler client-connection limit (EMAXCONN beyond it)",
+    PositiveInt,
+    (p, v) => (p.pooler.maxClientConnections = v)
+  ),
+  option(
+    "backend-ceiling",
+    "pooler backend ceiling (server connections)",
+    PositiveInt,
+    (p, v) => (p.pooler.backendCeiling = v)
+  ),
+  option("pooler-threads", "pooler worker threads", PositiveInt, (p, v) => (p.pooler.threads = v)),
+  option(
+    "connect-cost",
+    "pooler work per accepted connection attempt, ms",
+    NonNegative,
+    (p, v) => (p.pooler.connectCostMillis = v)
+  ),
+  option(
+    "reject-cost",
+    "pooler work per refused connection attempt, ms",
+    NonNegative,
+    (p, v) => (p.pooler.rejectCostMillis = v)
+  ),
+  option(
+    "relay-cost",
+    "pooler work per transaction relay, ms",
+    NonNegative,
+    (p, v) => (p.pooler.relayCostMillis = v)
+  ),
+  option(
+    "queue-timeout",
+    "pooler: drop a client waiting this long for a backend, seconds",
+    Positive,
+    (p, v) => (p.pooler.queueTimeoutMillis = seconds(v))
+  ),
+  option("cores", "database cores (queries at full speed at once)", Positive, (p, v) => (p.database.cores = v)),
+  option("claim-ms", "claim query base cost, ms", Positive, (p, v) => (p.database.claimMillis = v)),
+  option(
+    "contention",
+    "extra database slowdown per oversubscribed core, 0 = pure processor sharing",
+    NonNegative,
+    (p, v) => (p.database.contention = v)
+  ),
+  option(
+    "api-rps",
+    "open-loop API requests per second through the same pooler, 0 = none",
+    NonNegative,
+    (p, v) => (p.api.requestsPerSecond = v)
+  ),
+  option("api-query-ms", "API query cost, ms", Positive, (p, v) => (p.api.queryMillis = v)),
+  option(
+    "work-probability",
+    "chance that a claim finds work (then the loop resets to the base interval)",
+    Probability,
+    (p, v) => (p.work.probability = v)
+  ),
+  option(
+    "handler-ms",
+    "handler time of a claimed unit, off the database, ms",
+    NonNegative,
+    (p, v) => (p.work.handlerMillis = v)
+  ),
+  option(
+    "claim-timeout",
+    "adaptive: the claim's statement timeout, seconds, 0 = none (DB_STATEMENT_TIMEOUT_SECONDS)",
+    NonNegative,
+    (p, v) => {
       if (p.overload !== undefined) p.claimTimeoutMillis = seconds(v)
     }
-  },
-  {
-    flag: "slow-poll",
-    description:
-      "adaptive: a poll slower than this is an overload signal, seconds (DERIVER_OVERLOAD_SLOW_POLL_SECONDS)",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: () => {}
-  },
-  {
-    flag: "overload-max-interval",
-    description:
-      "adaptive: the overload cap of the poll interval, seconds (DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS; default 10 × max-interval)",
-    schema: Positive,
-    allowed: "a number > 0",
-    apply: () => {}
-  },
-  {
-    flag: "recovery-factor",
-    description: "adaptive: the overload floor's division per fast poll (DERIVER_OVERLOAD_RECOVERY_FACTOR)",
-    schema: Schema.Finite.check(Schema.isGreaterThan(1)),
-    allowed: "a number > 1",
-    apply: () => {}
-  },
-  {
-    flag: "api-instances",
-    description: "adaptive: API instances, one admission gate each",
-    schema: PositiveInt,
-    allowed: "an integer >= 1",
-    apply: (p, v) => {
+  ),
+  option(
+    "slow-poll",
+    "adaptive: a poll slower than this is an overload signal, seconds (DERIVER_OVERLOAD_SLOW_POLL_SECONDS)",
+    Positive,
+    () => {}
+  ),
+  option(
+    "overload-max-interval",
+    "adaptive: the overload cap of the poll interval, seconds (DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS; default 10 × max-interval)",
+    Positive,
+    () => {}
+  ),
+  option(
+    "recovery-factor",
+    "adaptive: the overload floor's division per fast poll (DERIVER_OVERLOAD_RECOVERY_FACTOR)",
+    AboveOne,
+    () => {}
+  ),
+  option(
+    "api-instances",
+    "adaptive: API instances, one admission gate each",
+    PositiveInt,
+    (p, v) => {
       if (p.admission !== undefined) p.admission.instances = v
     }
-  },
-  gateOverride("admission-max-concurrency", "each gate's highest limit", "maxConcurrency", PositiveInt, ">= 1"),
+  ),
+  gateOverride("admission-max-concurrency", "each gate's highest limit", "maxConcurrency", PositiveInt),
   gateOverride(
     "admission-queue-timeout",
     "a request waits at most this long for a permit, ms",
     "queueTimeoutMillis",
-    NonNegativeInt,
-    ">= 0"
+    NonNegativeInt
   ),
-  gateOverride("admission-open", "the circuit's open window, ms", "openMillis", PositiveInt, ">= 1"),
+  gateOverride("admission-open", "the circuit's open window, ms", "openMillis", PositiveInt),
   gateOverride(
     "admission-slow",
     "an answer slower than this lowers the limit, ms, 0 = never",
     "slowMillis",
-    NonNegativeInt,
-    ">= 0"
+    NonNegativeInt
   ),
-  {
-    flag: "spike-at",
-    description: "spike scenario: start of the load spike, seconds",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => {
-      if (p.spike !== undefined) p.spike.atSeconds = v
-    }
-  },
-  {
-    flag: "spike-seconds",
-    description: "spike scenario: length of the load spike, seconds",
-    schema: NonNegative,
-    allowed: "a number >= 0",
-    apply: (p, v) => {
-      if (p.spike !== undefined) p.spike.seconds = v
-    }
-  },
-  {
-    flag: "spike-backends",
-    description: "spike scenario: backends the spike's queries hold",
-    schema: NonNegativeInt,
-    allowed: "an integer >= 0",
-    apply: (p, v) => {
-      if (p.spike !== undefined) p.spike.backends = v
-    }
-  }
+  spikeOverride("spike-at", "spike scenario: start of the load spike, seconds", "atSeconds", NonNegative),
+  spikeOverride("spike-seconds", "spike scenario: length of the load spike, seconds", "seconds", NonNegative),
+  spikeOverride("spike-backends", "spike scenario: backends the spike's queries hold", "backends", NonNegativeInt)
 ]
 
 /**
