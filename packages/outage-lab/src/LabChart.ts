@@ -15,15 +15,41 @@ const onLabAxis = (values: Float64Array, offset: number, seconds: number): Float
   return out
 }
 
+/** What the chart needs of a lab run: its settings and four of its series (a `Lab.Result`, or one read back). */
+export interface Charted {
+  readonly settings: Lab.Result["settings"]
+  readonly series: Pick<
+    Lab.Result["series"],
+    "clientConnections" | "activeBackends" | "connectionAttempts" | "claimsCompleted"
+  >
+}
+
+/** Reads a run back from the `series` and `settings` of a `--json` document. */
+export const fromDocument = (document: {
+  readonly settings: Lab.Result["settings"]
+  readonly series: Record<string, ReadonlyArray<number>>
+}): Charted => {
+  const series = (name: string) => Float64Array.from(document.series[name] ?? [])
+  return {
+    settings: document.settings,
+    series: {
+      clientConnections: series("clientConnections"),
+      activeBackends: series("activeBackends"),
+      connectionAttempts: series("connectionAttempts"),
+      claimsCompleted: series("claimsCompleted")
+    }
+  }
+}
+
 /** Renders the chart of one or more runs (`sim` optional per run). */
 export const render = (
   title: string,
-  runs: ReadonlyArray<{ readonly name: string; readonly lab: Lab.Result; readonly sim?: SimCompare.Simulated }>
+  runs: ReadonlyArray<{ readonly name: string; readonly lab: Charted; readonly sim?: SimCompare.Simulated }>
 ) => {
   const first = runs[0]!.lab.settings
   const seconds = first.horizonSeconds
   const lines = (
-    labField: (r: Lab.Result) => Float64Array,
+    labField: (r: Charted) => Float64Array,
     simField?: (s: SimCompare.Simulated) => Float64Array
   ): Array<Chart.Line> =>
     runs.flatMap((r) => [

@@ -261,9 +261,45 @@ const sweep = Command.make(
   })
 ).pipe(Command.withDescription("Configurations × policies on real parts, each beside the simulator"))
 
+const chartCommand = Command.make(
+  "chart",
+  {
+    from: Flag.String("from").pipe(Flag.withDescription("a --json document of sweep")),
+    configuration: Flag.String("configuration").pipe(Flag.withDescription("the sweep configuration to draw")),
+    out: Flag.String("out").pipe(Flag.withDescription("the SVG to write"))
+  },
+  Effect.fn(function*(input) {
+    const fs = yield* FileSystem.FileSystem
+    const document = JSON.parse(yield* fs.readFileString(input.from)) as {
+      readonly cells: ReadonlyArray<{
+        readonly configuration: string
+        readonly policy: string
+        readonly lab: Parameters<typeof LabChart.fromDocument>[0]
+      }>
+    }
+    const cells = document.cells.filter((c) => c.configuration === input.configuration)
+    if (cells.length === 0) {
+      return yield* Effect.fail(
+        new Error(
+          `--configuration: ${input.configuration} is not one of ${
+            [...new Set(document.cells.map((c) => c.configuration))].join("; ")
+          }`
+        )
+      )
+    }
+    yield* write(
+      Option.some(input.out),
+      LabChart.render(
+        `outage lab: ${input.configuration}`,
+        cells.map((c) => ({ name: c.policy, lab: LabChart.fromDocument(c.lab) }))
+      )
+    )
+  })
+).pipe(Command.withDescription("Draw one configuration of a sweep's --json document"))
+
 const command = Command.make("lab").pipe(
   Command.withDescription("The outage lab: real PostgreSQL, PgBouncer and deriver loops through an incident"),
-  Command.withSubcommands([run, compare, calibrate, sweep])
+  Command.withSubcommands([run, compare, calibrate, sweep, chartCommand])
 )
 
 command.pipe(Command.run({ version: "0.1.0" }), Effect.provide(NodeServices.layer), NodeRuntime.runMain)
