@@ -36,39 +36,31 @@ describe("DeriverConfig", () => {
       assert.isFalse(value.backoff.enabled)
     }))
 
-  const invalid: ReadonlyArray<readonly [Record<string, string>, string, string]> = [
-    [{ DERIVER_POLLING_JITTER_RATIO: "1.5" }, "DERIVER_POLLING_JITTER_RATIO", "[0, 1]"],
-    [{ DERIVER_POLLING_JITTER_RATIO: "-0.1" }, "DERIVER_POLLING_JITTER_RATIO", "[0, 1]"],
-    [{ DERIVER_WORKERS: "0" }, "DERIVER_WORKERS", ">= 1"],
-    [{ DERIVER_WORKERS: "2.5" }, "DERIVER_WORKERS", "integer"],
-    [{ DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "0" }, "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", "> 0"],
-    [
-      { DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "5", DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2" },
-      "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS",
-      ">= DERIVER_POLLING_SLEEP_INTERVAL_SECONDS"
-    ],
-    [{ DERIVER_POLLING_BACKOFF_MULTIPLIER: "0.5" }, "DERIVER_POLLING_BACKOFF_MULTIPLIER", ">= 1"],
-    [{ DERIVER_POLLING_STARTUP_JITTER_SECONDS: "-1" }, "DERIVER_POLLING_STARTUP_JITTER_SECONDS", ">= 0"],
-    [{ DERIVER_STALE_SESSION_TIMEOUT_MINUTES: "0" }, "DERIVER_STALE_SESSION_TIMEOUT_MINUTES", "> 0"],
-    [
-      { DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS: "-5" },
-      "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
-      "> 0"
-    ],
-    [{ DERIVER_WORKERS: "many" }, "DERIVER_WORKERS", ""],
-    [{ DERIVER_POLLING_BACKOFF_ENABLED: "maybe" }, "DERIVER_POLLING_BACKOFF_ENABLED", ""],
-    [{ DERIVER_POLLING_INITIAL_INTERVAL: "middle" }, "DERIVER_POLLING_INITIAL_INTERVAL", "base or max"],
-    [{ DERIVER_OVERLOAD_SLOW_POLL_SECONDS: "0" }, "DERIVER_OVERLOAD_SLOW_POLL_SECONDS", "> 0"],
-    [
-      { DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS: "20" },
-      "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
-      ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"
-    ],
-    [{ DERIVER_OVERLOAD_RECOVERY_FACTOR: "1" }, "DERIVER_OVERLOAD_RECOVERY_FACTOR", "> 1"],
-    [{ DERIVER_HISTORY_RETENTION_HOURS: "0" }, "DERIVER_HISTORY_RETENTION_HOURS", "> 0"],
-    [{ DERIVER_CLAIM_TIMEOUT_SECONDS: "0" }, "DERIVER_CLAIM_TIMEOUT_SECONDS", "> 0"]
+  /** A variable, its bad value, words the error must say, and the other variables set alongside. */
+  const invalid: ReadonlyArray<readonly [string, string, string, Record<string, string>?]> = [
+    ["DERIVER_POLLING_JITTER_RATIO", "1.5", "[0, 1]"],
+    ["DERIVER_POLLING_JITTER_RATIO", "-0.1", "[0, 1]"],
+    ["DERIVER_WORKERS", "0", ">= 1"],
+    ["DERIVER_WORKERS", "2.5", "integer"],
+    ["DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", "0", "> 0"],
+    ["DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS", "2", ">= DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", {
+      DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "5"
+    }],
+    ["DERIVER_POLLING_BACKOFF_MULTIPLIER", "0.5", ">= 1"],
+    ["DERIVER_POLLING_STARTUP_JITTER_SECONDS", "-1", ">= 0"],
+    ["DERIVER_STALE_SESSION_TIMEOUT_MINUTES", "0", "> 0"],
+    ["DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS", "-5", "> 0"],
+    ["DERIVER_WORKERS", "many", ""],
+    ["DERIVER_POLLING_BACKOFF_ENABLED", "maybe", ""],
+    ["DERIVER_POLLING_INITIAL_INTERVAL", "middle", "base or max"],
+    ["DERIVER_OVERLOAD_SLOW_POLL_SECONDS", "0", "> 0"],
+    ["DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS", "20", ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"],
+    ["DERIVER_OVERLOAD_RECOVERY_FACTOR", "1", "> 1"],
+    ["DERIVER_HISTORY_RETENTION_HOURS", "0", "> 0"],
+    ["DERIVER_CLAIM_TIMEOUT_SECONDS", "0", "> 0"]
   ]
-  for (const [env, variable, allowed] of invalid) {
+  for (const [variable, value, allowed, others] of invalid) {
+    const env = { ...others, [variable]: value }
     it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>
       Effect.gen(function*() {
         const exit = yield* read(env)
