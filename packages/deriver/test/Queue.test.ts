@@ -1,10 +1,27 @@
 /** The queue's SQL against real PostgreSQL: claim order and exclusivity, stale cleanup, the partial index. */
 import { assert, layer } from "@effect/vitest"
-import { DbSession } from "@resilience/db-session"
+import { type Connection, DbSession } from "@resilience/db-session"
 import { Effect } from "effect"
 import * as Queue from "../src/Queue.ts"
 import * as SchemaName from "../src/SchemaName.ts"
 import { count, Database, freshSchema } from "./support.ts"
+
+/** A fresh queue schema, its two tables, and `on`, which runs a `Queue` function on it on a checkout of its own. */
+const freshQueue = Effect.gen(function*() {
+  const schema = yield* freshSchema
+  const db = yield* DbSession
+  const on = <Args extends ReadonlyArray<unknown>, A, E>(
+    f: (connection: Connection, schema: SchemaName.SchemaName, ...args: Args) => Effect.Effect<A, E>,
+    ...args: Args
+  ) => db.withConnection((connection) => f(connection, schema, ...args))
+  return {
+    db,
+    on,
+    schema,
+    queue: SchemaName.qualify(schema, "queue"),
+    sessions: SchemaName.qualify(schema, "active_queue_sessions")
+  }
+})
 
 const items = (unit: string, n: number, taskType = "t") =>
   Array.from({ length: n }, (_, i) => ({ workUnitKey: unit, taskType, payload: { i } }))
@@ -14,50 +31,45 @@ const keys = (claims: ReadonlyArray<Queue.Claim>) => claims.map((claim) => claim
 layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
   it.effect("claims at most `limit` units, oldest first, skipping units that are owned", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
+      const { on } = yield* freshQueue
       // Unit c is oldest, then a, then b, then d (by their first unprocessed id).
-      yield* db.withConnection((c) =>
-        Queue.enqueue(c, schema, [
-          ...items("c", 2),
-          ...items("a", 1),
-          ...items("b", 3),
-          ...items("c", 1),
-          ...items("d", 1)
-        ])
-      )
-      const first = yield* db.withConnection((c) => Queue.claim(c, schema, 2, "one"))
+      yield* on(Queue.enqueue, [
+        ...items("c", 2),
+        ...items("a", 1),
+        ...items("b", 3),
+        ...items("c", 1),
+        ...items("d", 1)
+      ])
+      const first = yield* on(Queue.claim, 2, "one")
       assert.deepStrictEqual(keys(first), ["c", "a"])
-      const second = yield* db.withConnection((c) => Queue.claim(c, schema, 10, "two"))
+      const second = yield* on(Queue.claim, 10, "two")
       assert.deepStrictEqual(keys(second), ["b", "d"])
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claim(c, schema, 10, "three")), [])
+      assert.deepStrictEqual(yield* on(Queue.claim, 10, "three"), [])
       // Released units become claimable again; a release by the wrong owner or token does nothing.
       const c = first[0]!
-      assert.strictEqual(yield* db.withConnection((x) => Queue.release(x, schema, [{ ...c, owner: "two" }])), 0)
-      assert.strictEqual(yield* db.withConnection((x) => Queue.release(x, schema, [{ ...c, id: "0" }])), 0)
-      assert.strictEqual(yield* db.withConnection((x) => Queue.release(x, schema, [c])), 1)
-      assert.deepStrictEqual(keys(yield* db.withConnection((x) => Queue.claim(x, schema, 10, "three"))), ["c"])
+      assert.strictEqual(yield* on(Queue.release, [{ ...c, owner: "two" }]), 0)
+      assert.strictEqual(yield* on(Queue.release, [{ ...c, id: "0" }]), 0)
+      assert.strictEqual(yield* on(Queue.release, [c]), 1)
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 10, "three")), ["c"])
     }))
 
   it.effect("units whose items are all processed are not claimed", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      yield* db.withConnection((c) => Queue.enqueue(c, schema, [...items("done", 2), ...items("open", 1)]))
-      yield* db.query(`UPDATE ${SchemaName.qualify(schema, "queue")} SET processed = true WHERE work_unit_key = 'done'`)
-      assert.deepStrictEqual(keys(yield* db.withConnection((c) => Queue.claim(c, schema, 10, "x"))), ["open"])
+      const { db, on, queue } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("done", 2), ...items("open", 1)])
+      yield* db.query(`UPDATE ${queue} SET processed = true WHERE work_unit_key = 'done'`)
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 10, "x")), ["open"])
     }))
 
   it.effect("concurrent claims from many instances never hand out a unit twice", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
+      const { on, sessions } = yield* freshQueue
       const units = Array.from({ length: 40 }, (_, i) => `unit-${i}`)
-      yield* db.withConnection((c) => Queue.enqueue(c, schema, units.flatMap((u) => items(u, 2))))
+      yield* on(Queue.enqueue, units.flatMap((u) => items(u, 2)))
       const claimed: Array<string> = []
       for (let round = 0; round < 10 && claimed.length < units.length; round++) {
         const results = yield* Effect.all(
-          Array.from({ length: 10 }, (_, i) => db.withConnection((c) => Queue.claim(c, schema, 3, `owner-${i}`))),
+          Array.from({ length: 10 }, (_, i) => on(Queue.claim, 3, `owner-${i}`)),
           { concurrency: "unbounded" }
         )
         claimed.push(...keys(results.flat()))
@@ -65,105 +77,94 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.strictEqual(new Set(claimed).size, claimed.length, "no unit was claimed twice")
       assert.deepStrictEqual([...claimed].sort(), [...units].sort())
       assert.strictEqual(
-        yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`),
+        yield* count(`SELECT count(*) FROM ${sessions}`),
         40
       )
     }))
 
   it.effect("stale cleanup removes only rows without a recent heartbeat", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
+      const { db, on, sessions } = yield* freshQueue
       yield* db.query(
         `INSERT INTO ${sessions} (work_unit_key, owner, last_updated) VALUES
          ('stale', 'dead', now() - interval '10 minutes'), ('fresh', 'alive', now())`
       )
-      const freed = yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 300))
+      const freed = yield* on(Queue.cleanupStale, 300)
       assert.deepStrictEqual(freed, ["stale"])
       assert.strictEqual(yield* count(`SELECT count(*) FROM ${sessions}`), 1)
       // A heartbeat keeps a row alive; heartbeats of another owner, or of an older claim, do not count.
       const [fresh] = yield* db.query<{ id: string }>(`SELECT id::text AS id FROM ${sessions}`)
       const claim = { workUnitKey: "fresh", owner: "alive", id: fresh!.id }
-      assert.isTrue(yield* db.withConnection((c) => Queue.heartbeat(c, schema, claim)))
-      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, { ...claim, owner: "someone-else" })))
-      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, { ...claim, id: "0" })))
+      assert.isTrue(yield* on(Queue.heartbeat, claim))
+      assert.isFalse(yield* on(Queue.heartbeat, { ...claim, owner: "someone-else" }))
+      assert.isFalse(yield* on(Queue.heartbeat, { ...claim, id: "0" }))
     }))
 
   it.effect("the stale cleanup skips rows locked by another transaction", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
+      const { db, on, sessions } = yield* freshQueue
       yield* db.query(
         `INSERT INTO ${sessions} (work_unit_key, owner, last_updated) VALUES ('locked', 'x', now() - interval '1 hour')`
       )
       const freed = yield* db.transaction((holder) =>
         Effect.gen(function*() {
           yield* holder.query(`SELECT 1 FROM ${sessions} WHERE work_unit_key = 'locked' FOR UPDATE`)
-          return yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 300))
+          return yield* on(Queue.cleanupStale, 300)
         })
       )
       assert.deepStrictEqual(freed, [], "the locked row was skipped, not waited for")
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 300)), ["locked"])
+      assert.deepStrictEqual(yield* on(Queue.cleanupStale, 300), ["locked"])
     }))
 
   it.effect("complete marks the item only while the claim holds, and reports whether it does", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      yield* db.withConnection((c) => Queue.enqueue(c, schema, items("u", 2)))
-      const [claim] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
-      const [first, second] = yield* db.withConnection((c) => Queue.nextItems(c, schema, claim!, 10))
-      assert.isTrue(yield* db.withConnection((c) => Queue.complete(c, schema, first!, claim!, undefined)))
+      const { db, on, queue } = yield* freshQueue
+      yield* on(Queue.enqueue, items("u", 2))
+      const [claim] = yield* on(Queue.claim, 1, "me")
+      const [first, second] = yield* on(Queue.nextItems, claim!, 10)
+      assert.isTrue(yield* on(Queue.complete, first!, claim!, undefined))
       assert.isFalse(
-        yield* db.withConnection((c) => Queue.complete(c, schema, second!, { ...claim!, owner: "not-me" }, "boom"))
+        yield* on(Queue.complete, second!, { ...claim!, owner: "not-me" }, "boom")
       )
       const rows = yield* db.query<{ processed: boolean; error: string | null }>(
-        `SELECT processed, error FROM ${SchemaName.qualify(schema, "queue")} ORDER BY id`
+        `SELECT processed, error FROM ${queue} ORDER BY id`
       )
       assert.deepStrictEqual(rows, [{ processed: true, error: null }, { processed: false, error: null }])
     }))
 
   it.effect("fencing: a worker whose unit was taken over reads and completes nothing, even as the same owner", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
-      yield* db.withConnection((c) => Queue.enqueue(c, schema, items("u", 3)))
-      const [old] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
-      const [item] = yield* db.withConnection((c) => Queue.nextItems(c, schema, old!, 1))
+      const { db, on, queue, sessions } = yield* freshQueue
+      yield* on(Queue.enqueue, items("u", 3))
+      const [old] = yield* on(Queue.claim, 1, "me")
+      const [item] = yield* on(Queue.nextItems, old!, 1)
       // The old worker goes quiet; the stale cleanup frees the unit and the same owner claims it again.
       yield* db.query(`UPDATE ${sessions} SET last_updated = now() - interval '1 hour'`)
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.cleanupStale(c, schema, 60)), ["u"])
-      const [current] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "me"))
+      assert.deepStrictEqual(yield* on(Queue.cleanupStale, 60), ["u"])
+      const [current] = yield* on(Queue.claim, 1, "me")
       assert.notStrictEqual(current!.id, old!.id)
       // The old claim: no items, no completion, no heartbeat, no release of the new row.
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.nextItems(c, schema, old!, 10)), [])
-      assert.isFalse(yield* db.withConnection((c) => Queue.complete(c, schema, item!, old!, undefined)))
-      assert.isFalse(yield* db.withConnection((c) => Queue.heartbeat(c, schema, old!)))
-      assert.strictEqual(yield* db.withConnection((c) => Queue.release(c, schema, [old!])), 0)
+      assert.deepStrictEqual(yield* on(Queue.nextItems, old!, 10), [])
+      assert.isFalse(yield* on(Queue.complete, item!, old!, undefined))
+      assert.isFalse(yield* on(Queue.heartbeat, old!))
+      assert.strictEqual(yield* on(Queue.release, [old!]), 0)
       assert.strictEqual(
-        yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE processed`),
+        yield* count(`SELECT count(*) FROM ${queue} WHERE processed`),
         0
       )
       // The current claim works.
-      assert.strictEqual((yield* db.withConnection((c) => Queue.nextItems(c, schema, current!, 10))).length, 3)
-      assert.isTrue(yield* db.withConnection((c) => Queue.complete(c, schema, item!, current!, undefined)))
+      assert.strictEqual((yield* on(Queue.nextItems, current!, 10)).length, 3)
+      assert.isTrue(yield* on(Queue.complete, item!, current!, undefined))
     }))
 
   it.effect("the claim reads the partial index of unprocessed rows, not the history", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      const queue = SchemaName.qualify(schema, "queue")
+      const { db, on, schema, queue } = yield* freshQueue
       yield* db.query(
         `INSERT INTO ${queue} (work_unit_key, task_type, payload, processed)
          SELECT 'old-' || (g % 1000), 't', '{}'::jsonb, true FROM generate_series(1, 50000) g`
       )
-      yield* db.withConnection((c) =>
-        Queue.enqueue(c, schema, Array.from({ length: 10 }, (_, i) => items(`new-${i}`, 1)[0]!))
-      )
+      yield* on(Queue.enqueue, Array.from({ length: 10 }, (_, i) => items(`new-${i}`, 1)[0]!))
       yield* db.query(`ANALYZE ${queue}`)
       const plan = yield* db.query<{ "QUERY PLAN": string }>(
         `EXPLAIN (COSTS OFF) ${Queue.claimSql(schema)}`,
@@ -176,25 +177,22 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
 
   it.effect("a claim with items returns each unit's first batch, the same items a read under the claim returns", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      yield* db.withConnection((c) => Queue.enqueue(c, schema, [...items("a", 3), ...items("b", 1), ...items("a", 2)]))
-      yield* db.query(`UPDATE ${SchemaName.qualify(schema, "queue")} SET processed = true WHERE id = 1`)
-      const claimed = yield* db.withConnection((c) => Queue.claimWithItems(c, schema, 10, "me", 3))
+      const { db, on, queue } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("a", 3), ...items("b", 1), ...items("a", 2)])
+      yield* db.query(`UPDATE ${queue} SET processed = true WHERE id = 1`)
+      const claimed = yield* on(Queue.claimWithItems, 10, "me", 3)
       assert.deepStrictEqual(claimed.map(({ claim }) => claim.workUnitKey), ["a", "b"])
       for (const { claim, items: batch } of claimed) {
         assert.strictEqual(claim.owner, "me")
-        assert.deepStrictEqual(batch, yield* db.withConnection((c) => Queue.nextItems(c, schema, claim, 3)))
+        assert.deepStrictEqual(batch, yield* on(Queue.nextItems, claim, 3))
       }
       assert.deepStrictEqual(claimed[0]!.items.map((item) => item.payload), [{ i: 1 }, { i: 2 }, { i: 0 }])
-      assert.deepStrictEqual(yield* db.withConnection((c) => Queue.claimWithItems(c, schema, 10, "other", 3)), [])
+      assert.deepStrictEqual(yield* on(Queue.claimWithItems, 10, "other", 3), [])
     }))
 
   it.effect("history retention deletes only processed items past the window, in batches", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      const queue = SchemaName.qualify(schema, "queue")
+      const { db, on, queue } = yield* freshQueue
       yield* db.query(
         `INSERT INTO ${queue} (work_unit_key, task_type, processed, error, created_at)
          SELECT 'u', 't', p, CASE WHEN g % 2 = 0 THEN 'boom' END, now() - age
@@ -202,9 +200,9 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
               (VALUES (true, interval '2 hours'), (false, interval '2 hours'), (true, interval '1 minute')) v(p, age)`
       )
       // 30 old processed (half errored), 30 old unprocessed, 30 recent processed; a window of one hour.
-      assert.strictEqual(yield* db.withConnection((c) => Queue.pruneHistory(c, schema, 3600, 20)), 20)
-      assert.strictEqual(yield* db.withConnection((c) => Queue.pruneHistory(c, schema, 3600, 20)), 10)
-      assert.strictEqual(yield* db.withConnection((c) => Queue.pruneHistory(c, schema, 3600, 20)), 0)
+      assert.strictEqual(yield* on(Queue.pruneHistory, 3600, 20), 20)
+      assert.strictEqual(yield* on(Queue.pruneHistory, 3600, 20), 10)
+      assert.strictEqual(yield* on(Queue.pruneHistory, 3600, 20), 0)
       assert.strictEqual(yield* count(`SELECT count(*) FROM ${queue} WHERE NOT processed`), 30)
       assert.strictEqual(yield* count(`SELECT count(*) FROM ${queue} WHERE processed`), 30)
     }))
