@@ -189,51 +189,58 @@ const assertNoWorkLost = (figures: Figures) => {
   assert.strictEqual(figures.completedByNonOwner, 0, "no item completed by a worker that did not own its unit")
 }
 
-describe("Deriver through restarts and outages (dedicated cluster)", () => {
-  it.live("two fast restarts while draining: nothing lost, nothing errored", () =>
-    Effect.gen(function*() {
-      const figures = yield* scenario("two fast restarts", { pollingSleepMaxIntervalSeconds: 0.5 }, ({ restart }) =>
-        Effect.gen(function*() {
-          yield* Effect.sleep("700 millis")
-          yield* restart(0)
-          yield* Effect.sleep("700 millis")
-          yield* restart(0)
-        }))
-      assertNoWorkLost(figures)
-    }), { timeout: 180_000 })
+/** Settings under which a unit without a heartbeat for 3 s is stale (cleanup every 0.5 s). */
+const staleAfterThreeSeconds = {
+  pollingSleepMaxIntervalSeconds: 0.5,
+  staleSessionTimeoutMinutes: 0.05,
+  staleWorkUnitCleanupIntervalSeconds: 0.5
+}
 
+/** Runs a scenario and asserts that no work was lost through it; returns its figures. */
+const losesNoWork = (...args: Parameters<typeof scenario>) =>
+  Effect.tap(scenario(...args), (figures) => Effect.sync(() => assertNoWorkLost(figures)))
+
+const timeout = { timeout: 180_000 }
+
+describe("Deriver through restarts and outages (dedicated cluster)", () => {
+  it.live(
+    "two fast restarts while draining: nothing lost, nothing errored",
+    () =>
+      losesNoWork(
+        "two fast restarts",
+        { pollingSleepMaxIntervalSeconds: 0.5 },
+        ({ restart }) =>
+          Effect.gen(function*() {
+            yield* Effect.sleep("700 millis")
+            yield* restart(0)
+            yield* Effect.sleep("700 millis")
+            yield* restart(0)
+          })
+      ),
+    timeout
+  )
+
+  // Whether a unit is taken over after recovery is a race between the stale cleanup and the owners' first
+  // heartbeat (takeovers are what the heartbeat avoids); the figure is reported, the fencing itself is
+  // asserted deterministically in Queue.test.ts.
   it.live(
     "an outage longer than the stale timeout with two derivers: fenced takeovers, nothing lost",
     () =>
-      Effect.gen(function*() {
-        const figures = yield* scenario(
-          "outage 6 s > stale timeout 3 s",
-          {
-            pollingSleepMaxIntervalSeconds: 0.5,
-            staleSessionTimeoutMinutes: 0.05,
-            staleWorkUnitCleanupIntervalSeconds: 0.5
-          },
-          ({ restart }) => Effect.andThen(Effect.sleep("300 millis"), restart(6_000))
-        )
-        // Whether a unit is taken over after recovery is a race between the stale cleanup and the owners' first
-        // heartbeat (takeovers are what the heartbeat avoids); the figure is reported, the fencing itself is
-        // asserted deterministically in Queue.test.ts.
-        assertNoWorkLost(figures)
-      }),
-    { timeout: 180_000 }
+      losesNoWork(
+        "outage 6 s > stale timeout 3 s",
+        staleAfterThreeSeconds,
+        ({ restart }) => Effect.andThen(Effect.sleep("300 millis"), restart(6_000))
+      ),
+    timeout
   )
 
   it.live(
     "a deriver cut off longer than the stale timeout: its units are taken over, and when it returns it is fenced",
     () =>
       Effect.gen(function*() {
-        const figures = yield* scenario(
+        const figures = yield* losesNoWork(
           "deriver-a partitioned 5 s > stale timeout 3 s",
-          {
-            pollingSleepMaxIntervalSeconds: 0.5,
-            staleSessionTimeoutMinutes: 0.05,
-            staleWorkUnitCleanupIntervalSeconds: 0.5
-          },
+          staleAfterThreeSeconds,
           ({ cutA }) =>
             Effect.gen(function*() {
               yield* Effect.sleep("300 millis")
@@ -242,10 +249,9 @@ describe("Deriver through restarts and outages (dedicated cluster)", () => {
               yield* cutA(false)
             })
         )
-        assertNoWorkLost(figures)
         // deriver-b went on and freed deriver-a's units after the stale timeout: a real takeover, deterministic.
         assert.isAbove(figures.takenOver, 0, "deriver-a's units were taken over")
       }),
-    { timeout: 180_000 }
+    timeout
   )
 })
