@@ -4,49 +4,63 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
-import { Effect, Fiber, Option } from "effect"
-import { FetchHttpClient } from "effect/http"
+import { Effect, Fiber, Option, type Scope } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
 import { ApiClient } from "../src/index.ts"
 import { adminToken, type Arrival, recordingProxy, startApi } from "./support.ts"
 
 const client = (options: ApiClient.Options) => ApiClient.make(options).pipe(Effect.orDie)
 
+/** A live test with the fetch HTTP client; two minutes, as each starts its own cluster. */
+const liveOverHttp = <A, E>(name: string, test: () => Effect.Effect<A, E, HttpClient.HttpClient | Scope.Scope>) =>
+  it.live(name, () => test().pipe(Effect.provide(FetchHttpClient.layer)), 120_000)
+
+/** A small cluster (6 connections), the API on it, and a recording proxy in front of the API. */
+const proxiedApi = (retryAfterSeconds: number, schema: string) =>
+  Effect.gen(function*() {
+    const cluster = yield* Cluster.start({ maxConnections: 6 })
+    const api = yield* startApi({ url: cluster.url, retryAfterSeconds, schema })
+    const proxy = yield* recordingProxy(api)
+    return { cluster, proxy }
+  })
+
 const to = (arrivals: ReadonlyArray<Arrival>, fragment: string) =>
   arrivals.filter((arrival) => arrival.path.includes(fragment))
 
 describe("the client against the real API", () => {
-  it.live("typed errors: unauthorised, rejected (naming the field), none yet, conflict", () =>
-    Effect.gen(function*() {
-      const cluster = yield* Cluster.start()
-      const api = yield* startApi({ url: cluster.url, retryAfterSeconds: 1, schema: "typed" })
-      const c = yield* client({ baseUrl: api })
-      const { token } = yield* c.createWorkspace({ adminToken, name: "acme" })
-      const conflict = yield* Effect.flip(c.createWorkspace({ adminToken, name: "acme" }))
-      assert.deepInclude(conflict, { _tag: "ApiRejected", status: 409 })
-      const forbidden = yield* Effect.flip(c.createWorkspace({ adminToken: "not-the-admin-token", name: "x" }))
-      assert.deepInclude(forbidden, { _tag: "ApiUnauthorized", status: 403 })
-      const invalid = yield* Effect.flip(
-        c.appendMessages({ token, workspace: "acme", session: "no spaces", messages: [{ peer: "a", content: "x" }] })
-      )
-      assert.deepInclude(invalid, { _tag: "ApiRejected", status: 400 })
-      assert.include(invalid.message, "session")
-      assert.isTrue(Option.isNone(yield* c.representation({ token, workspace: "acme", peer: "nobody" })))
-      const appended = yield* c.appendMessages({
-        token,
-        workspace: "acme",
-        session: "s1",
-        messages: [{ peer: "alice", content: "hello there" }]
+  liveOverHttp(
+    "typed errors: unauthorised, rejected (naming the field), none yet, conflict",
+    () =>
+      Effect.gen(function*() {
+        const cluster = yield* Cluster.start()
+        const api = yield* startApi({ url: cluster.url, retryAfterSeconds: 1, schema: "typed" })
+        const c = yield* client({ baseUrl: api })
+        const { token } = yield* c.createWorkspace({ adminToken, name: "acme" })
+        const conflict = yield* Effect.flip(c.createWorkspace({ adminToken, name: "acme" }))
+        assert.deepInclude(conflict, { _tag: "ApiRejected", status: 409 })
+        const forbidden = yield* Effect.flip(c.createWorkspace({ adminToken: "not-the-admin-token", name: "x" }))
+        assert.deepInclude(forbidden, { _tag: "ApiUnauthorized", status: 403 })
+        const invalid = yield* Effect.flip(
+          c.appendMessages({ token, workspace: "acme", session: "no spaces", messages: [{ peer: "a", content: "x" }] })
+        )
+        assert.deepInclude(invalid, { _tag: "ApiRejected", status: 400 })
+        assert.include(invalid.message, "session")
+        assert.isTrue(Option.isNone(yield* c.representation({ token, workspace: "acme", peer: "nobody" })))
+        const appended = yield* c.appendMessages({
+          token,
+          workspace: "acme",
+          session: "s1",
+          messages: [{ peer: "alice", content: "hello there" }]
+        })
+        assert.deepStrictEqual(appended, { stored: 1, enqueued: 1 })
       })
-      assert.deepStrictEqual(appended, { stored: 1, enqueued: 1 })
-    }).pipe(Effect.provide(FetchHttpClient.layer)), 120_000)
+  )
 
-  it.live(
+  liveOverHttp(
     "honours Retry-After: no retry reaches the server earlier; gives up after maxAttempts",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const api = yield* startApi({ url: cluster.url, retryAfterSeconds: 1, schema: "retry_after" })
-        const proxy = yield* recordingProxy(api)
+        const { cluster, proxy } = yield* proxiedApi(1, "retry_after")
         const c = yield* client({ baseUrl: proxy.url, maxAttempts: 3, baseDelay: "50 millis" })
         const { token } = yield* c.createWorkspace({ adminToken, name: "acme" })
         const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
@@ -59,17 +73,14 @@ describe("the client against the real API", () => {
           const gap = arrivals[i]!.atMillis - arrivals[i - 1]!.atMillis
           assert.isAtLeast(gap, 1_000, `retry ${i} came ${gap.toFixed(0)} ms after the refusal`)
         }
-      }).pipe(Effect.provide(FetchHttpClient.layer)),
-    120_000
+      })
   )
 
-  it.live(
+  liveOverHttp(
     "one write keeps its Idempotency-Key on every retry until accepted; the next write has another",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const api = yield* startApi({ url: cluster.url, retryAfterSeconds: 0, schema: "keys" })
-        const proxy = yield* recordingProxy(api)
+        const { cluster, proxy } = yield* proxiedApi(0, "keys")
         const c = yield* client({
           baseUrl: proxy.url,
           maxAttempts: 100,
@@ -96,17 +107,14 @@ describe("the client against the real API", () => {
         assert.strictEqual(keys.size, 1, `one key for one write: ${[...keys].join(", ")}`)
         assert.isString(firstWrite[0]!.idempotencyKey)
         assert.notStrictEqual(arrivals.at(-1)!.idempotencyKey, firstWrite[0]!.idempotencyKey)
-      }).pipe(Effect.provide(FetchHttpClient.layer)),
-    120_000
+      })
   )
 
-  it.live(
+  liveOverHttp(
     "the budget caps retries during a long outage, counted at the server; without it they multiply",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const api = yield* startApi({ url: cluster.url, retryAfterSeconds: 0, schema: "budget" })
-        const proxy = yield* recordingProxy(api)
+        const { cluster, proxy } = yield* proxiedApi(0, "budget")
         const setup = yield* client({ baseUrl: proxy.url })
         const { token } = yield* setup.createWorkspace({ adminToken, name: "acme" })
         const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
@@ -139,7 +147,6 @@ describe("the client against the real API", () => {
         assert.isAtLeast(budgeted, requests)
         // without a budget nearly every request is sent maxAttempts (5) times (a reset connection may go unrecorded)
         assert.isAtLeast(unbudgeted, requests * 4)
-      }).pipe(Effect.provide(FetchHttpClient.layer)),
-    120_000
+      })
   )
 })
