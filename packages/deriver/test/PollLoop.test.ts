@@ -86,24 +86,52 @@ const advanceUntil = Effect.fnUntraced(function*(
 })
 
 describe("PollLoop scheduling (TestClock, seeded Random)", () => {
-  it.effect("empty polls at ratio 0 sleep exactly 1, 2, 4, 8, 16, 30, 30 s", () =>
-    Effect.gen(function*() {
-      const { polled } = yield* harness({ script: () => "empty", ratio: 0 })
-      const events = yield* advanceUntil(polled, 7)
-      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
-      assert.deepStrictEqual(events.map((e) => e.outcome), Array(7).fill("empty"))
-    }).pipe(Random.withSeed("empty")))
-
-  it.effect("starting at the cap: empty polls sleep 30, 30 s; a claim still resets to 1, 2, 4 s", () =>
-    Effect.gen(function*() {
-      const { polled } = yield* harness({
-        script: (i) => (i === 2 ? ["unit"] : "empty"),
-        ratio: 0,
-        initialInterval: "max"
-      })
-      const events = yield* advanceUntil(polled, 6)
-      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [30_000, 30_000, 0, 1000, 2000, 4000])
-    }).pipe(Random.withSeed("warm")))
+  /** Schedules at ratio 0: the loop's settings, its outcomes (where asserted) and the sleep after each poll. */
+  const schedules: ReadonlyArray<{
+    readonly name: string
+    readonly seed: string
+    readonly loop: Omit<Parameters<typeof harness>[0], "ratio">
+    readonly outcomes?: ReadonlyArray<string>
+    readonly sleeps: ReadonlyArray<number>
+  }> = [
+    {
+      name: "empty polls at ratio 0 sleep exactly 1, 2, 4, 8, 16, 30, 30 s",
+      seed: "empty",
+      loop: { script: () => "empty" },
+      outcomes: Array(7).fill("empty"),
+      sleeps: [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]
+    },
+    {
+      name: "starting at the cap: empty polls sleep 30, 30 s; a claim still resets to 1, 2, 4 s",
+      seed: "warm",
+      loop: { script: (i) => (i === 2 ? ["unit"] : "empty"), initialInterval: "max" },
+      sleeps: [30_000, 30_000, 0, 1000, 2000, 4000]
+    },
+    {
+      name: "a claim resets the backoff and polls again at once",
+      seed: "claim",
+      loop: { script: (i) => (i === 4 ? ["unit-a"] : "empty"), workers: 2 },
+      outcomes: ["empty", "empty", "empty", "empty", "claimed", "empty", "empty", "empty"],
+      // 1, 2, 4, 8 — claim: 0 (at once) — then the schedule starts over at the base: 1, 2, 4.
+      sleeps: [1000, 2000, 4000, 8000, 0, 1000, 2000, 4000]
+    },
+    {
+      name: "the error branch advances like the empty branch",
+      seed: "error",
+      loop: { script: () => "error" },
+      outcomes: Array(7).fill("error"),
+      sleeps: [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]
+    }
+  ]
+  for (const { loop, name, outcomes, seed, sleeps } of schedules) {
+    it.effect(name, () =>
+      Effect.gen(function*() {
+        const { polled } = yield* harness({ ...loop, ratio: 0 })
+        const events = yield* advanceUntil(polled, sleeps.length)
+        if (outcomes !== undefined) assert.deepStrictEqual(events.map((e) => e.outcome), outcomes)
+        assert.deepStrictEqual(events.map((e) => e.sleepMillis), sleeps)
+      }).pipe(Random.withSeed(seed)))
+  }
 
   it.effect("the loop really sleeps those intervals (poll times on the test clock)", () =>
     Effect.gen(function*() {
@@ -120,28 +148,6 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
       }
       assert.deepStrictEqual(times.map((t, i) => i === 0 ? 0 : t - times[i - 1]!), [0, 1000, 2000, 4000, 8000, 16_000])
     }).pipe(Random.withSeed("times")))
-
-  it.effect("a claim resets the backoff and polls again at once", () =>
-    Effect.gen(function*() {
-      const { polled } = yield* harness({
-        script: (i) => (i === 4 ? ["unit-a"] : "empty"),
-        ratio: 0,
-        workers: 2
-      })
-      const events = yield* advanceUntil(polled, 8)
-      assert.deepStrictEqual(events.map((e) => e.outcome), [
-        "empty",
-        "empty",
-        "empty",
-        "empty",
-        "claimed",
-        "empty",
-        "empty",
-        "empty"
-      ])
-      // 1, 2, 4, 8 — claim: 0 (at once) — then the schedule starts over at the base: 1, 2, 4.
-      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 0, 1000, 2000, 4000])
-    }).pipe(Random.withSeed("claim")))
 
   it.effect("all workers busy: sleeps a jittered base and does not advance the backoff", () =>
     Effect.gen(function*() {
@@ -192,14 +198,6 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
       // Let unit-b finish, so the scope's graceful shutdown does not wait on the test clock.
       yield* TestClock.adjust(5)
     }).pipe(Random.withSeed("wake")))
-
-  it.effect("the error branch advances like the empty branch", () =>
-    Effect.gen(function*() {
-      const { polled } = yield* harness({ script: () => "error", ratio: 0 })
-      const events = yield* advanceUntil(polled, 7)
-      assert.deepStrictEqual(events.map((e) => e.outcome), Array(7).fill("error"))
-      assert.deepStrictEqual(events.map((e) => e.sleepMillis), [1000, 2000, 4000, 8000, 16_000, 30_000, 30_000])
-    }).pipe(Random.withSeed("error")))
 
   for (const ratio of [0.1, 0.5, 1]) {
     it.effect(`with ratio ${ratio} every sleep lies in [1 - r, 1 + r] x schedule`, () =>
