@@ -5,26 +5,26 @@
  */
 import { Metric } from "effect"
 
+/** A counter that only counts up (`incremental`), as every counter here does. */
+const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+
 /**
  * `api_client_requests_total{endpoint, outcome}`: logical requests by outcome (`success`, `unavailable`,
  * `rejected`, `unauthorized`).
  *
  * @since 0.1.0
  */
-export const requestsTotal = Metric.counter("api_client_requests_total", {
-  description: "Logical requests of the API client, by endpoint and outcome",
-  incremental: true
-})
+export const requestsTotal = counter(
+  "api_client_requests_total",
+  "Logical requests of the API client, by endpoint and outcome"
+)
 
 /**
  * `api_client_retries_total{endpoint, cause}`: retries by cause (`503`, `connection`).
  *
  * @since 0.1.0
  */
-export const retriesTotal = Metric.counter("api_client_retries_total", {
-  description: "Retries of the API client, by endpoint and cause",
-  incremental: true
-})
+export const retriesTotal = counter("api_client_retries_total", "Retries of the API client, by endpoint and cause")
 
 /**
  * `api_client_gave_up_total{endpoint, reason}`: logical requests given up while the API was unavailable, by
@@ -32,10 +32,10 @@ export const retriesTotal = Metric.counter("api_client_retries_total", {
  *
  * @since 0.1.0
  */
-export const gaveUpTotal = Metric.counter("api_client_gave_up_total", {
-  description: "Requests the API client gave up on while the API was unavailable, by endpoint and reason",
-  incremental: true
-})
+export const gaveUpTotal = counter(
+  "api_client_gave_up_total",
+  "Requests the API client gave up on while the API was unavailable, by endpoint and reason"
+)
 
 /**
  * `api_client_retry_delay_seconds`: the waits before retries.

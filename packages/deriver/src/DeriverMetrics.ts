@@ -6,15 +6,18 @@
 import { Metric } from "effect"
 import type * as Scheduling from "./Scheduling.ts"
 
+/** A counter that only counts up (`incremental`), as every counter here does. */
+const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+
 /**
  * Polls by result (`claimed`, `empty`, `busy`, `error`): `deriver_polls_total{result}`.
  *
  * @since 0.1.0
  */
-export const polls = Metric.counter("deriver_polls_total", {
-  description: "Loop iterations by result: claimed, empty, busy (all workers busy, no poll) or error",
-  incremental: true
-})
+export const polls = counter(
+  "deriver_polls_total",
+  "Loop iterations by result: claimed, empty, busy (all workers busy, no poll) or error"
+)
 
 /**
  * The counter of polls for each result.
@@ -60,30 +63,24 @@ export const checkoutLimit = Metric.gauge("deriver_checkout_limit", {
  *
  * @since 0.1.0
  */
-export const claims = Metric.counter("deriver_claims_total", {
-  description: "Work units claimed",
-  incremental: true
-})
+export const claims = counter("deriver_claims_total", "Work units claimed")
 
 /**
  * Items processed successfully: `deriver_items_processed_total`.
  *
  * @since 0.1.0
  */
-export const itemsProcessed = Metric.counter("deriver_items_processed_total", {
-  description: "Queue items whose handler succeeded",
-  incremental: true
-})
+export const itemsProcessed = counter("deriver_items_processed_total", "Queue items whose handler succeeded")
 
 /**
  * Items whose handler failed (marked with their error): `deriver_items_failed_total`.
  *
  * @since 0.1.0
  */
-export const itemsFailed = Metric.counter("deriver_items_failed_total", {
-  description: "Queue items whose handler failed; marked with the error",
-  incremental: true
-})
+export const itemsFailed = counter(
+  "deriver_items_failed_total",
+  "Queue items whose handler failed; marked with the error"
+)
 
 /**
  * Database failures while processing an item (item left unprocessed, worker backed off):
@@ -91,10 +88,10 @@ export const itemsFailed = Metric.counter("deriver_items_failed_total", {
  *
  * @since 0.1.0
  */
-export const itemDatabaseFailures = Metric.counter("deriver_item_database_failures_total", {
-  description: "Database failures while working on an item; the item stays unprocessed for a later attempt",
-  incremental: true
-})
+export const itemDatabaseFailures = counter(
+  "deriver_item_database_failures_total",
+  "Database failures while working on an item; the item stays unprocessed for a later attempt"
+)
 
 /**
  * Time to process one claimed work unit: `deriver_unit_processing_seconds`.
@@ -120,10 +117,10 @@ export const unitsInFlight = Metric.gauge("deriver_units_in_flight", {
  *
  * @since 0.1.0
  */
-export const staleUnitsReleased = Metric.counter("deriver_stale_units_released_total", {
-  description: "Ownership rows removed because their heartbeat was older than the stale timeout",
-  incremental: true
-})
+export const staleUnitsReleased = counter(
+  "deriver_stale_units_released_total",
+  "Ownership rows removed because their heartbeat was older than the stale timeout"
+)
 
 /**
  * Deaths of the loop outside a handler, by `where` (`poller` or `worker`): `deriver_loop_deaths_total`. Any
@@ -131,17 +128,17 @@ export const staleUnitsReleased = Metric.counter("deriver_stale_units_released_t
  *
  * @since 0.2.0
  */
-export const loopDeaths = Metric.counter("deriver_loop_deaths_total", {
-  description: "The poll loop or a worker died of a defect outside a handler (the process exits non-zero)",
-  incremental: true
-})
+export const loopDeaths = counter(
+  "deriver_loop_deaths_total",
+  "The poll loop or a worker died of a defect outside a handler (the process exits non-zero)"
+)
 
 /**
  * Processed items deleted by the history retention: `deriver_history_pruned_total`.
  *
  * @since 0.2.0
  */
-export const historyPruned = Metric.counter("deriver_history_pruned_total", {
-  description: "Processed items deleted because they were older than DERIVER_HISTORY_RETENTION_HOURS",
-  incremental: true
-})
+export const historyPruned = counter(
+  "deriver_history_pruned_total",
+  "Processed items deleted because they were older than DERIVER_HISTORY_RETENTION_HOURS"
+)
