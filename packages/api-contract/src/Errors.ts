@@ -6,41 +6,48 @@
  */
 import { Schema } from "effect"
 
+/** The body of every error: `{"detail": "…"}`. */
+const ErrorBody = { detail: Schema.String }
+
 /**
  * 401: no bearer token.
  *
  * @since 0.1.0
  */
-export class Unauthorized extends Schema.Error<Unauthorized>("@resilience/api-app/Unauthorized")({
-  detail: Schema.String
-}, { httpApiStatus: 401, description: "No bearer token was given." }) {}
+export class Unauthorized extends Schema.Error<Unauthorized>("@resilience/api-app/Unauthorized")(ErrorBody, {
+  httpApiStatus: 401,
+  description: "No bearer token was given."
+}) {}
 
 /**
  * 403: a bearer token that does not grant this request (another workspace's token, a wrong admin token).
  *
  * @since 0.1.0
  */
-export class Forbidden extends Schema.Error<Forbidden>("@resilience/api-app/Forbidden")({
-  detail: Schema.String
-}, { httpApiStatus: 403, description: "The bearer token does not grant access to this resource." }) {}
+export class Forbidden extends Schema.Error<Forbidden>("@resilience/api-app/Forbidden")(ErrorBody, {
+  httpApiStatus: 403,
+  description: "The bearer token does not grant access to this resource."
+}) {}
 
 /**
  * 404: no such workspace, or nothing derived yet for this peer.
  *
  * @since 0.1.0
  */
-export class NotFound extends Schema.Error<NotFound>("@resilience/api-app/NotFound")({
-  detail: Schema.String
-}, { httpApiStatus: 404, description: "The workspace (or the peer's representation) does not exist." }) {}
+export class NotFound extends Schema.Error<NotFound>("@resilience/api-app/NotFound")(ErrorBody, {
+  httpApiStatus: 404,
+  description: "The workspace (or the peer's representation) does not exist."
+}) {}
 
 /**
  * 409: a workspace with this name exists already.
  *
  * @since 0.1.0
  */
-export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Conflict")({
-  detail: Schema.String
-}, { httpApiStatus: 409, description: "A workspace with this name exists already." }) {}
+export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Conflict")(ErrorBody, {
+  httpApiStatus: 409,
+  description: "A workspace with this name exists already."
+}) {}
 
 /**
  * 422: this `Idempotency-Key` already names a different request (another body or session) within the
@@ -49,9 +56,7 @@ export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Confli
  * @since 0.1.0
  */
 export class IdempotencyKeyReused
-  extends Schema.Error<IdempotencyKeyReused>("@resilience/api-app/IdempotencyKeyReused")({
-    detail: Schema.String
-  }, {
+  extends Schema.Error<IdempotencyKeyReused>("@resilience/api-app/IdempotencyKeyReused")(ErrorBody, {
     httpApiStatus: 422,
     description: "The Idempotency-Key was used for a different request within the retention window; use a new key."
   })
