@@ -495,7 +495,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       gate: yield* CheckoutGate.make({
         maxLimit: config.workers + 1,
         backoff: workerBackoff,
-        isUnavailable: Classify.isUnavailable
+        // without overload handling the gate never lowers its limit: a fixed cap of workers + 1 checkouts
+        isUnavailable: config.overloadEnabled ? Classify.isUnavailable : () => false
       }),
       claims: new Map(),
       prefetched: new Map()
@@ -515,7 +516,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         startupJitterMillis: config.startupJitterMillis,
         cleanupIntervalMillis: config.cleanupIntervalMillis,
         shutdownGraceMillis: config.shutdownGraceMillis,
-        overload: config.overload,
+        overload: config.overloadEnabled ? config.overload : undefined,
         observer: options.observer
       }
     )

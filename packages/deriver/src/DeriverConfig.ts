@@ -38,6 +38,12 @@ export interface DeriverConfig {
    */
   readonly overload: Overload.Settings
   /**
+   * Whether the overload signals and the process's checkout gate act (`DERIVER_OVERLOAD_ENABLED`, default
+   * true). False: the spec's fix alone, the poll carries no overload signal and the gate never lowers its
+   * limit (it stays a fixed cap of workers + 1 concurrent checkouts).
+   */
+  readonly overloadEnabled: boolean
+  /**
    * Processed items older than this are deleted by the maintenance that runs with the stale cleanup
    * (`DERIVER_HISTORY_RETENTION_HOURS`), in small batches.
    */
@@ -74,6 +80,7 @@ export interface Input {
   /** Default: ten times the max interval. */
   readonly overloadMaxIntervalSeconds?: number | undefined
   readonly overloadRecoveryFactor?: number | undefined
+  readonly overloadEnabled?: boolean | undefined
   readonly historyRetentionHours?: number | undefined
   readonly claimTimeoutSeconds?: number | undefined
 }
@@ -99,6 +106,7 @@ export const variables = {
   overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
   overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
   overloadRecoveryFactor: "DERIVER_OVERLOAD_RECOVERY_FACTOR",
+  overloadEnabled: "DERIVER_OVERLOAD_ENABLED",
   historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
   claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
 } as const satisfies Record<keyof Input, string>
@@ -122,6 +130,7 @@ export const defaults = {
   batchSize: 20,
   overloadSlowPollSeconds: 2,
   overloadRecoveryFactor: 1.5,
+  overloadEnabled: true,
   historyRetentionHours: 168,
   claimTimeoutSeconds: 10
 } as const
@@ -219,6 +228,7 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       shutdownGraceMillis,
       batchSize,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryFactor },
+      overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,
       claimTimeoutMillis
     }
@@ -248,6 +258,7 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   overloadSlowPollSeconds: optionalNumber(variables.overloadSlowPollSeconds),
   overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
   overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor),
+  overloadEnabled: Config.option(Config.Boolean(variables.overloadEnabled)),
   historyRetentionHours: optionalNumber(variables.historyRetentionHours),
   claimTimeoutSeconds: optionalNumber(variables.claimTimeoutSeconds)
 }).pipe(

@@ -66,4 +66,32 @@ layer(Database, { excludeTestServices: true })("Claim deadline (PostgreSQL)", (i
       assert.isTrue(polled.every((e) => e.floorMillis <= 400))
       assert.isTrue(polled.some((e) => e.signal === "fast" && e.outcome === "claimed"), "fast again after the lock")
     }))
+
+  it.effect("with DERIVER_OVERLOAD_ENABLED=false the claim is still cut short, but raises no floor", () =>
+    Effect.gen(function*() {
+      const database = yield* TestDatabase
+      const schema = yield* freshSchema
+      const polled: Array<Polled> = []
+      const config = yield* testConfig({
+        workers: 1,
+        pollingSleepIntervalSeconds: 0.05,
+        pollingSleepMaxIntervalSeconds: 0.1,
+        claimTimeoutSeconds: 0.3,
+        overloadEnabled: false
+      })
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* TableLock.hold(database.url, SchemaName.qualify(schema, "queue"))
+        yield* Deriver.start({
+          schema,
+          handlers: Handlers.empty,
+          config,
+          observer: (event) => Effect.sync(() => event._tag === "Polled" && polled.push(event))
+        })
+        yield* eventually(Effect.sync(() => polled.filter((e) => e.outcome === "error").length >= 3), 30_000)
+      }))
+      // Cut short by the deadline (failed polls), yet no overload signal and no floor: the spec's schedule alone.
+      assert.isTrue(polled.filter((e) => e.outcome === "error").length >= 3)
+      assert.isTrue(polled.every((e) => e.signal === "none" || e.signal === "fast"))
+      assert.isTrue(polled.every((e) => e.floorMillis === 0))
+    }))
 })

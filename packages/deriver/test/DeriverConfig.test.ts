@@ -21,19 +21,22 @@ describe("DeriverConfig", () => {
         shutdownGraceMillis: 10_000,
         batchSize: 20,
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryFactor: 1.5 },
+        overloadEnabled: true,
         historyRetentionMillis: 168 * 3_600_000,
         claimTimeoutMillis: 10_000
       })
       const custom = yield* read({
         DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "10",
         DERIVER_POLLING_BACKOFF_ENABLED: "false",
-        DERIVER_POLLING_INITIAL_INTERVAL: "max"
+        DERIVER_POLLING_INITIAL_INTERVAL: "max",
+        DERIVER_OVERLOAD_ENABLED: "false"
       })
       assert.isTrue(Exit.isSuccess(custom))
       const value = (custom as Exit.Success<DeriverConfig.DeriverConfig>).value
       assert.strictEqual(value.startupJitterMillis, 10_000)
       assert.strictEqual(value.initialInterval, "max")
       assert.isFalse(value.backoff.enabled)
+      assert.isFalse(value.overloadEnabled)
     }))
 
   /** A variable, its bad value, words the error must say, and the other variables set alongside. */
@@ -52,6 +55,7 @@ describe("DeriverConfig", () => {
     ["DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS", "-5", "> 0"],
     ["DERIVER_WORKERS", "many", ""],
     ["DERIVER_POLLING_BACKOFF_ENABLED", "maybe", ""],
+    ["DERIVER_OVERLOAD_ENABLED", "maybe", ""],
     ["DERIVER_POLLING_INITIAL_INTERVAL", "middle", "base or max"],
     ["DERIVER_OVERLOAD_SLOW_POLL_SECONDS", "0", "> 0"],
     ["DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS", "20", ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"],
