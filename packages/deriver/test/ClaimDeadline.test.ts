@@ -17,6 +17,14 @@ import { count, Database, eventually, freshSchema, testConfig } from "./support.
 
 type Polled = Extract<PollLoop.Event, { _tag: "Polled" }>
 
+/** One worker polling every 0.05–0.1 s, each claim cut short after 0.3 s. */
+const claimDeadline = {
+  workers: 1,
+  pollingSleepIntervalSeconds: 0.05,
+  pollingSleepMaxIntervalSeconds: 0.1,
+  claimTimeoutSeconds: 0.3
+}
+
 layer(Database, { excludeTestServices: true })("Claim deadline (PostgreSQL)", (it) => {
   it.effect("a claim stuck behind a lock is cut short, cancelled on the server, and raises the overload floor", () =>
     Effect.gen(function*() {
@@ -28,13 +36,7 @@ layer(Database, { excludeTestServices: true })("Claim deadline (PostgreSQL)", (i
         `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%candidates%'`
       )
       const polled: Array<Polled> = []
-      const config = yield* testConfig({
-        workers: 1,
-        pollingSleepIntervalSeconds: 0.05,
-        pollingSleepMaxIntervalSeconds: 0.1,
-        overloadMaxIntervalSeconds: 0.4,
-        claimTimeoutSeconds: 0.3
-      })
+      const config = yield* testConfig({ ...claimDeadline, overloadMaxIntervalSeconds: 0.4 })
       const scope = yield* Scope.make()
       yield* Effect.scoped(Effect.gen(function*() {
         yield* TableLock.hold(database.url, SchemaName.qualify(schema, "queue"))
@@ -72,13 +74,7 @@ layer(Database, { excludeTestServices: true })("Claim deadline (PostgreSQL)", (i
       const database = yield* TestDatabase
       const schema = yield* freshSchema
       const polled: Array<Polled> = []
-      const config = yield* testConfig({
-        workers: 1,
-        pollingSleepIntervalSeconds: 0.05,
-        pollingSleepMaxIntervalSeconds: 0.1,
-        claimTimeoutSeconds: 0.3,
-        overloadEnabled: false
-      })
+      const config = yield* testConfig({ ...claimDeadline, overloadEnabled: false })
       yield* Effect.scoped(Effect.gen(function*() {
         yield* TableLock.hold(database.url, SchemaName.qualify(schema, "queue"))
         yield* Deriver.start({
