@@ -7,25 +7,25 @@
 import { Metric } from "effect"
 import type * as Shed from "./Shed.ts"
 
+/** A counter that only counts up (`incremental`), as every counter here does. */
+const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
+
 /**
  * Requests admitted (given a permit; each then makes at most one connection attempt).
  *
  * @since 0.1.0
  */
-export const admitted = Metric.counter("admission_admitted_total", {
-  description: "Requests admitted by the admission gate",
-  incremental: true
-})
+export const admitted = counter("admission_admitted_total", "Requests admitted by the admission gate")
 
 /**
  * Requests shed, by `reason` (`QueueTimeout`, `CircuitOpen`, `ProbeInFlight`); none made a connection attempt.
  *
  * @since 0.1.0
  */
-export const shed = Metric.counter("admission_shed_total", {
-  description: "Requests shed by the admission gate, without a connection attempt, by reason",
-  incremental: true
-})
+export const shed = counter(
+  "admission_shed_total",
+  "Requests shed by the admission gate, without a connection attempt, by reason"
+)
 
 /**
  * The counter series for one reason.
@@ -74,7 +74,7 @@ export const circuitStateValue = (state: "Closed" | "HalfOpen" | "Open"): number
  *
  * @since 0.1.0
  */
-export const circuitTransitions = Metric.counter("admission_circuit_transitions_total", {
-  description: "Admission circuit transitions, by from and to state",
-  incremental: true
-})
+export const circuitTransitions = counter(
+  "admission_circuit_transitions_total",
+  "Admission circuit transitions, by from and to state"
+)

@@ -42,13 +42,20 @@ const shedReason = (exit: Exit.Exit<unknown, unknown>): string | undefined =>
 const trip = (gate: Gate.Gate["Service"], call: Effect.Effect<string, DatabaseUnavailable>, failures: number) =>
   Effect.forEach(Array.from({ length: failures }), () => Effect.exit(gate.run(call)), { discard: true })
 
+/** A gate with `options` in front of the scripted database, after `failures` unavailable calls through it. */
+const afterFailures = (options: Settings.Options, failures: number) =>
+  Effect.gen(function*() {
+    const db = yield* database
+    const gate = yield* gateWith(options)
+    yield* db.setHealthy(false)
+    yield* trip(gate, db.call, failures)
+    return { db, gate }
+  })
+
 describe("Gate (TestClock, seeded Random)", () => {
   it.effect("unavailability opens the circuit; while open, requests are shed without running", () =>
     Effect.gen(function*() {
-      const db = yield* database
-      const gate = yield* gateWith({ tripFailures: 3 })
-      yield* db.setHealthy(false)
-      yield* trip(gate, db.call, 2)
+      const { db, gate } = yield* afterFailures({ tripFailures: 3 }, 2)
       assert.strictEqual((yield* gate.snapshot).circuit, "Closed", "two failures in a row do not open it")
       yield* trip(gate, db.call, 1)
       assert.strictEqual((yield* gate.snapshot).circuit, "Open")
@@ -90,10 +97,7 @@ describe("Gate (TestClock, seeded Random)", () => {
       const windows: Array<number> = []
       for (const seed of ["a", "b", "c", "d", "e", "f"]) {
         const window = yield* Effect.gen(function*() {
-          const db = yield* database
-          const gate = yield* gateWith({ tripFailures: 1, openMillis: 1000, openJitterRatio: 0.5 })
-          yield* db.setHealthy(false)
-          yield* trip(gate, db.call, 1)
+          const { db, gate } = yield* afterFailures({ tripFailures: 1, openMillis: 1000, openJitterRatio: 0.5 }, 1)
           yield* db.setHealthy(true)
           // Step the clock 10 ms at a time until a request gets through (the probe).
           for (let elapsed = 10; elapsed <= 2_000; elapsed += 10) {
@@ -115,10 +119,7 @@ describe("Gate (TestClock, seeded Random)", () => {
 
   it.effect("half-open: exactly one probe runs, the others are shed; its answer closes the circuit", () =>
     Effect.gen(function*() {
-      const db = yield* database
-      const gate = yield* gateWith({ tripFailures: 1, openMillis: 1000, openJitterRatio: 0.5 })
-      yield* db.setHealthy(false)
-      yield* trip(gate, db.call, 1)
+      const { db, gate } = yield* afterFailures({ tripFailures: 1, openMillis: 1000, openJitterRatio: 0.5 }, 1)
       yield* db.setHealthy(true)
       yield* TestClock.adjust(1_500)
       const release = yield* Deferred.make<void>()
@@ -145,10 +146,7 @@ describe("Gate (TestClock, seeded Random)", () => {
 
   it.effect("a failed probe opens a new window", () =>
     Effect.gen(function*() {
-      const db = yield* database
-      const gate = yield* gateWith({ tripFailures: 2, openMillis: 1000, openJitterRatio: 0.5 })
-      yield* db.setHealthy(false)
-      yield* trip(gate, db.call, 2)
+      const { db, gate } = yield* afterFailures({ tripFailures: 2, openMillis: 1000, openJitterRatio: 0.5 }, 2)
       yield* TestClock.adjust(1_500)
       const probe = yield* Effect.exit(gate.run(db.call))
       assert.isUndefined(shedReason(probe), "the probe ran")
@@ -233,10 +231,7 @@ describe("Gate (TestClock, seeded Random)", () => {
 
   it.effect("a shed request is counted by reason and marked on the request's span", () =>
     Effect.gen(function*() {
-      const db = yield* database
-      const gate = yield* gateWith({ tripFailures: 1 })
-      yield* db.setHealthy(false)
-      yield* trip(gate, db.call, 1)
+      const { db, gate } = yield* afterFailures({ tripFailures: 1 }, 1)
       const attributes = yield* Effect.gen(function*() {
         yield* Effect.exit(gate.run(db.call))
         const span = yield* Effect.currentSpan
@@ -248,10 +243,7 @@ describe("Gate (TestClock, seeded Random)", () => {
 
   it.effect("disabled: every request runs, whatever the database says", () =>
     Effect.gen(function*() {
-      const db = yield* database
-      const gate = yield* gateWith({ enabled: false, tripFailures: 1 })
-      yield* db.setHealthy(false)
-      yield* trip(gate, db.call, 5)
+      const { db } = yield* afterFailures({ enabled: false, tripFailures: 1 }, 5)
       assert.strictEqual(yield* db.runs, 5)
     }).pipe(Effect.scoped))
 })
