@@ -11,7 +11,7 @@ import { Clock, Effect } from "effect"
 import pg from "pg"
 import * as Fleet from "./Fleet.ts"
 import * as Pooler from "./Pooler.ts"
-import type { Auth } from "./Settings.ts"
+import { type Auth, defaults } from "./Settings.ts"
 
 /** The measured costs, milliseconds. */
 export interface Calibration {
@@ -105,7 +105,7 @@ export const measure = (options: { readonly auth: Auth; readonly samples: number
         for (let i = 0; i < samples; i++) await holder.query("SELECT 1")
       })
     )
-    yield* Fleet.prepare(parts.cluster.url, 1)
+    yield* Fleet.prepare(parts.cluster.url, { ...defaults, derivers: 1 })
     const claims = Math.min(samples, 500)
     const claimed = yield* timed(
       pid,

@@ -39,6 +39,11 @@ const counted = <A, E, R>(
           if (!connected && kind === "Saturated") counters.refusals += 1
           if (!connected && kind === "ConnectTimeout") counters.timeouts += 1
         })
+      ),
+      Effect.onInterrupt(() =>
+        Effect.sync(() => {
+          if (connected && role === "deriver") counters.cancelled += 1
+        })
       )
     )
   })

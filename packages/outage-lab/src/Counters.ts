@@ -17,6 +17,11 @@ export interface Counters {
   refusals: number
   /** Failed checkouts that ran out of their connect timeout, all roles. */
   timeouts: number
+  /**
+   * Deriver uses interrupted after the connection was handed over: claims cut short by the claim timeout
+   * (their statement cancelled), plus those in flight when the fleet stops.
+   */
+  cancelled: number
   /** Deriver polls by outcome (`claimed`, `empty`, `busy`, `error`). */
   readonly polls: Map<string, number>
   apiArrived: number
@@ -30,6 +35,7 @@ export const make = (): Counters => ({
   failures: new Map(),
   refusals: 0,
   timeouts: 0,
+  cancelled: 0,
   polls: new Map(),
   apiArrived: 0,
   apiServed: 0,

@@ -9,22 +9,47 @@ import { Deriver, DeriverConfig, Handlers, Migrator, QueueSchema, SchemaName } f
 import { Effect, Fiber, Layer, References, Scope } from "effect"
 import * as Counters from "./Counters.ts"
 import * as Sessions from "./Sessions.ts"
-import type { Settings } from "./Settings.ts"
+import { overloadAware, schemaCount, type Settings } from "./Settings.ts"
 
-/** The schema of deriver `i`. */
+/** The schema of the `i`th schema (deriver `i` serves schema `i mod schemas`). */
 export const schemaOf = (i: number): SchemaName.SchemaName => SchemaName.makeUnsafe(`lab_${String(i).padStart(4, "0")}`)
 
-/** Creates every deriver's queue tables, straight on the cluster (not through the pooler). */
-export const prepare = (clusterUrl: string, derivers: number) =>
+/**
+ * Writes `rows` processed items into a schema's queue and drops its partial index of unprocessed items, so
+ * that every claim scans the whole history (then refreshes the planner's statistics).
+ */
+const thrashable = (schema: SchemaName.SchemaName, rows: number) =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    const queue = SchemaName.qualify(schema, "queue")
+    yield* db.query(
+      `INSERT INTO ${queue} (work_unit_key, task_type, processed)
+       SELECT 'history-' || (g % 1000), 'noop', true FROM generate_series(1, $1) g`,
+      [rows]
+    )
+    yield* db.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_unprocessed_idx")}`)
+    yield* db.query(`ANALYZE ${queue}`)
+  })
+
+/**
+ * Creates every schema's queue tables, straight on the cluster (not through the pooler), with `history`
+ * processed rows each (and no partial claim index) when asked.
+ */
+export const prepare = (clusterUrl: string, settings: Settings) =>
   Effect.forEach(
-    Array.from({ length: derivers }, (_, i) => schemaOf(i)),
-    (schema) => Migrator.run(schema, [QueueSchema.component]),
+    Array.from({ length: schemaCount(settings) }, (_, i) => schemaOf(i)),
+    (schema) =>
+      Effect.andThen(
+        Migrator.run(schema, [QueueSchema.component]),
+        settings.history > 0 ? thrashable(schema, settings.history) : Effect.void
+      ),
     { concurrency: 2, discard: true }
   ).pipe(
     Effect.provideService(References.MinimumLogLevel, "Warn"),
     Effect.provide(DbSession.layer({
       url: clusterUrl,
       connectTimeout: "10 seconds",
+      statementTimeout: "10 minutes",
       poolClass: "queue",
       poolSize: 2,
       driver: "pg",
@@ -32,7 +57,10 @@ export const prepare = (clusterUrl: string, derivers: number) =>
     }))
   )
 
-/** The deriver settings of a policy: production defaults, the policy's jitter, a short shutdown. */
+/**
+ * The deriver settings of a policy: production defaults, the policy's jitter, a short shutdown, the overload
+ * signals and checkout gate under `adaptive` only (`DERIVER_OVERLOAD_ENABLED`), the run's claim timeout.
+ */
 export const config = (settings: Settings): Effect.Effect<DeriverConfig.DeriverConfig, DeriverConfig.Invalid> => {
   const jitter = Sessions.jitters(settings.policy)
   return DeriverConfig.make({
@@ -41,7 +69,9 @@ export const config = (settings: Settings): Effect.Effect<DeriverConfig.DeriverC
     pollingSleepMaxIntervalSeconds: settings.maxIntervalSeconds,
     pollingJitterRatio: jitter ? 0.5 : 0,
     pollingStartupJitterSeconds: jitter ? settings.maxIntervalSeconds : 0,
-    shutdownGraceSeconds: 0
+    shutdownGraceSeconds: 0,
+    overloadEnabled: overloadAware(settings.policy),
+    claimTimeoutSeconds: settings.claimTimeoutSeconds
   })
 }
 
@@ -70,10 +100,16 @@ export const start = (
       counters,
       connectTimeoutSeconds: settings.connectTimeoutSeconds
     })
+    const schemas = schemaCount(settings)
     const all = Effect.scoped(
       Effect.gen(function*() {
         for (let i = 0; i < settings.derivers; i++) {
-          yield* Deriver.start({ schema: schemaOf(i), handlers: Handlers.empty, config: deriverConfig, observer })
+          yield* Deriver.start({
+            schema: schemaOf(i % schemas),
+            handlers: Handlers.empty,
+            config: deriverConfig,
+            observer
+          })
         }
         return yield* Effect.never
       })

@@ -15,7 +15,7 @@ import * as Fleet from "./Fleet.ts"
 import * as LabSeries from "./LabSeries.ts"
 import * as Pooler from "./Pooler.ts"
 import * as Sampler from "./Sampler.ts"
-import { type Settings, triggerEndSeconds } from "./Settings.ts"
+import { schemaCount, type Settings, triggerEndSeconds } from "./Settings.ts"
 import * as SimParams from "./SimParams.ts"
 import * as Traffic from "./Traffic.ts"
 
@@ -91,9 +91,11 @@ export const run = (
     yield* log(
       `PostgreSQL ${parts.cluster.port} (max_connections ${settings.maxConnections}), PgBouncer ${parts.bouncer.port} ` +
         `(transaction mode, max_client_conn ${settings.maxClientConn}, default_pool_size ${settings.poolSize}, ` +
-        `auth ${settings.auth}); creating ${settings.derivers} schemas…`
+        `auth ${settings.auth}); creating ${schemaCount(settings)} schemas${
+          settings.history > 0 ? ` with ${settings.history} processed rows each` : ""
+        }…`
     )
-    yield* Fleet.prepare(parts.cluster.url, settings.derivers)
+    yield* Fleet.prepare(parts.cluster.url, settings)
     const admin = yield* Pooler.client(parts.adminUrl, "lab-admin")
     const direct = yield* Pooler.client(parts.cluster.url, "lab-sampler")
     const counters = Counters.make()
@@ -147,6 +149,8 @@ export const run = (
     yield* sleepUntil(settings.horizonSeconds)
     yield* Fiber.interrupt(sampler)
     yield* Fiber.interrupt(traffic)
+    // claims cut short by their timeout up to the horizon (stopping the fleet interrupts the ones in flight)
+    const cancelled = counters.cancelled
     yield* Scope.close(fleetScope, Exit.void)
     const { series, extra } = LabSeries.build(samples, settings.horizonSeconds)
     const params = yield* SimParams.of(settings, {
@@ -167,7 +171,7 @@ export const run = (
         rejections: counters.refusals,
         timeouts: counters.timeouts,
         failedPolls: counters.polls.get("error") ?? 0,
-        claimsCancelled: 0,
+        claimsCancelled: cancelled,
         apiRequests: counters.apiArrived,
         apiServed: counters.apiServed,
         apiFailed: counters.apiFailed,

@@ -27,6 +27,7 @@ export const summaryTable = (runs: ReadonlyArray<{ readonly name: string; readon
     ["seconds at backend ceiling", (r) => String(r.summary.secondsAtCeiling)],
     ["successful polls (goodput)", (r) => String(r.summary.claimsCompleted)],
     ["failed polls", (r) => String(r.summary.failedPolls)],
+    ["claims cancelled (claim timeout)", (r) => String(r.summary.claimsCancelled)],
     ["API served / failed", (r) => `${r.lab.apiServed} / ${r.lab.apiFailed}`],
     ["connection attempts", (r) => String(r.summary.connectionAttempts)],
     ["refusals (max_client_conn)", (r) => String(r.summary.rejections)],

@@ -7,10 +7,15 @@ import { type Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"
 
 /**
- * The lab's policies: the simulator's four of the same names and meanings. (`adaptive` needs the deriver's
- * overload signals in its loop and the API's admission gate, which the lab does not run.)
+ * The lab's policies: the simulator's five of the same names and meanings. `fixed` runs the deriver with
+ * `DERIVER_OVERLOAD_ENABLED=false` (the spec's fix alone), as do the three before it; `adaptive` with the
+ * deriver's defaults (the fix, its overload signals and its checkout gate). The lab has no API admission
+ * gate: its API traffic is the same under `fixed` and `adaptive`.
  */
-export const policies: ReadonlyArray<Model.Policy> = ["baseline", "jitter-only", "failfast-only", "fixed"]
+export const policies: ReadonlyArray<Model.Policy> = ["baseline", "jitter-only", "failfast-only", "fixed", "adaptive"]
+
+/** Whether a policy runs the deriver's overload signals and checkout gate (`adaptive` only). */
+export const overloadAware = (policy: Model.Policy): boolean => policy === "adaptive"
 
 /** What pushes the system over: a stall of every pooled backend, or a mass restart of the fleet. */
 export type Trigger = "stall" | "restart"
@@ -60,6 +65,15 @@ export interface Settings {
   readonly maxIntervalSeconds: number
   /** `DB_CONNECT_TIMEOUT_SECONDS` of the failfast policies (production: 2). */
   readonly connectTimeoutSeconds: number
+  /** Schemas the derivers share (deriver i serves schema i mod schemas); 0: one per deriver. */
+  readonly schemas: number
+  /**
+   * Processed rows written into each schema's queue before the run; above 0 the partial index of unprocessed
+   * items is also dropped, so every claim scans this history (a database made to thrash on CPU).
+   */
+  readonly history: number
+  /** `DERIVER_CLAIM_TIMEOUT_SECONDS`: a poll's checkout plus claim is cut short (cancelled) after this. */
+  readonly claimTimeoutSeconds: number
 }
 
 /** Production poll settings and the simulator's policy names, on a fleet this machine can run. */
@@ -79,8 +93,15 @@ export const defaults: Settings = {
   horizonSeconds: 120,
   baseIntervalSeconds: 1,
   maxIntervalSeconds: 30,
-  connectTimeoutSeconds: 2
+  connectTimeoutSeconds: 2,
+  schemas: 0,
+  history: 0,
+  claimTimeoutSeconds: 10
 }
+
+/** The number of schemas a run creates. */
+export const schemaCount = (settings: Settings): number =>
+  settings.schemas === 0 ? settings.derivers : Math.min(settings.schemas, settings.derivers)
 
 /** When the trigger ends, seconds after the start (the restart is an instant). */
 export const triggerEndSeconds = (settings: Settings): number =>
@@ -136,6 +157,19 @@ export const validate = (settings: Settings): Effect.Effect<Settings, Options.In
       s.connectTimeoutSeconds,
       "a number in (0, 3600]"
     )
+    yield* check(integer(s.schemas, 0), "schemas", s.schemas, "an integer >= 0 (0: one per deriver)")
+    yield* check(
+      integer(s.history, 0) && s.history <= 20_000_000,
+      "history",
+      s.history,
+      "an integer in [0, 20000000]"
+    )
+    yield* check(
+      s.claimTimeoutSeconds > 0 && s.claimTimeoutSeconds <= 3600,
+      "claim-timeout",
+      s.claimTimeoutSeconds,
+      "a number in (0, 3600]"
+    )
     yield* check(s.triggerAtSeconds >= 0, "trigger-at", s.triggerAtSeconds, "a number >= 0")
     yield* check(s.stallSeconds > 0, "stall-seconds", s.stallSeconds, "a number > 0")
     yield* check(
@@ -161,7 +195,10 @@ export const numericFlags = {
   "horizon": "horizonSeconds",
   "base-interval": "baseIntervalSeconds",
   "max-interval": "maxIntervalSeconds",
-  "connect-timeout": "connectTimeoutSeconds"
+  "connect-timeout": "connectTimeoutSeconds",
+  "schemas": "schemas",
+  "history": "history",
+  "claim-timeout": "claimTimeoutSeconds"
 } as const satisfies Record<string, keyof Settings>
 
 /**

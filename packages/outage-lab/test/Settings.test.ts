@@ -22,6 +22,17 @@ describe("Settings", () => {
       failure(Settings.validate({ ...Settings.defaults, auth: "md5" as Settings.Auth })).parameter,
       "--auth"
     )
+    assert.strictEqual(failure(Settings.validate({ ...Settings.defaults, history: 1.5 })).parameter, "--history")
+    assert.strictEqual(failure(Settings.validate({ ...Settings.defaults, schemas: -1 })).parameter, "--schemas")
+    const claim = failure(Settings.validate({ ...Settings.defaults, claimTimeoutSeconds: 0 }))
+    assert.strictEqual(claim.parameter, "--claim-timeout")
+    assert.include(claim.message, "(0, 3600]")
+  })
+
+  it("shares schemas among derivers when asked; only adaptive runs the overload signals", () => {
+    assert.strictEqual(Settings.schemaCount(Settings.defaults), Settings.defaults.derivers)
+    assert.strictEqual(Settings.schemaCount({ ...Settings.defaults, schemas: 10 }), 10)
+    assert.deepStrictEqual(Settings.policies.filter(Settings.overloadAware), ["adaptive"])
   })
 
   it("applies a sweep configuration, and refuses an unknown flag naming the ones allowed", () => {

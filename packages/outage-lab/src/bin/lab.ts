@@ -41,7 +41,14 @@ const settingFlags = {
   horizon: num("horizon", d.horizonSeconds, "the run stops by itself after this many seconds"),
   baseInterval: num("base-interval", d.baseIntervalSeconds, "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS"),
   maxInterval: num("max-interval", d.maxIntervalSeconds, "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS"),
-  connectTimeout: num("connect-timeout", d.connectTimeoutSeconds, "DB_CONNECT_TIMEOUT_SECONDS (failfast policies)")
+  connectTimeout: num("connect-timeout", d.connectTimeoutSeconds, "DB_CONNECT_TIMEOUT_SECONDS (failfast policies)"),
+  schemas: num("schemas", d.schemas, "schemas the derivers share (deriver i serves schema i mod N); 0: one each"),
+  history: num(
+    "history",
+    d.history,
+    "processed rows per schema's queue; > 0 also drops the partial claim index (each claim scans them)"
+  ),
+  claimTimeout: num("claim-timeout", d.claimTimeoutSeconds, "DERIVER_CLAIM_TIMEOUT_SECONDS (every policy)")
 }
 
 type SettingInput = {
@@ -64,7 +71,10 @@ const toSettings = (input: SettingInput, policy: Model.Policy): Settings.Setting
   horizonSeconds: input.horizon,
   baseIntervalSeconds: input.baseInterval,
   maxIntervalSeconds: input.maxInterval,
-  connectTimeoutSeconds: input.connectTimeout
+  connectTimeoutSeconds: input.connectTimeout,
+  schemas: input.schemas,
+  history: input.history,
+  claimTimeoutSeconds: input.claimTimeout
 })
 
 const json = Flag.optional(
@@ -77,7 +87,10 @@ const describe = (s: Settings.Settings) =>
   `${s.derivers} derivers, max_connections ${s.maxConnections}, max_client_conn ${s.maxClientConn}, ` +
   `pool ${s.poolSize}, ${s.apiRps} API req/s × ${s.apiQueryMillis} ms, poll ${s.baseIntervalSeconds}→${s.maxIntervalSeconds} s, ` +
   `trigger ${s.trigger} at ${s.triggerAtSeconds} s${s.trigger === "stall" ? ` for ${s.stallSeconds} s` : ""}, ` +
-  `horizon ${s.horizonSeconds} s, auth ${s.auth}`
+  `horizon ${s.horizonSeconds} s, auth ${s.auth}, claim timeout ${s.claimTimeoutSeconds} s` +
+  (s.history > 0 || s.schemas > 0
+    ? `, ${Settings.schemaCount(s)} schemas × ${s.history} processed rows (no partial claim index)`
+    : "")
 
 const write = (path: Option.Option<string>, content: Effect.Effect<string>) =>
   Effect.gen(function*() {
