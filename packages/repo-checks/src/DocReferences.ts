@@ -27,13 +27,14 @@ export interface Broken {
 }
 
 /**
- * The pages checked: the root README, `docs/*.md` and every package's and app's README.
+ * The pages checked: the root README, `docs/*.md`, `docs/results/*.md` and every package's and app's README.
  *
  * @since 0.1.0
  */
 export const pages = (root: string = repositoryRoot): ReadonlyArray<string> => [
   "README.md",
   ...markdownIn(root, "docs"),
+  ...markdownIn(root, "docs/results"),
   ...["packages", "apps"].flatMap((folder) =>
     readdirSync(join(root, folder))
       .map((name) => `${folder}/${name}/README.md`)
