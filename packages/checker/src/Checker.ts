@@ -11,8 +11,9 @@
 import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
-import { Terms } from "@resilience/domain"
-import { Data, Effect } from "effect"
+import { QueueStatus, Terms } from "@resilience/domain"
+import { Data, Effect, Schedule } from "effect"
+import type { Duration } from "effect"
 import type * as History from "./History.ts"
 
 /**
@@ -396,3 +397,27 @@ export const check = (
     (verdict) =>
       verdict.valid ? Effect.succeed(verdict) : Effect.fail(new Inconsistent({ verdict, table: table(verdict) }))
   )
+
+/**
+ * Waits (at most `timeout`, default 60 s) until no queue item of the history's workspaces is pending or in
+ * progress, polling about every 50 ms (jittered); returns the backlog left (0: settled). Run it before
+ * {@link reconcile} while a deriver is still running; whatever it leaves shows as `unprocessed`.
+ *
+ * @since 0.1.0
+ */
+export const settle = (
+  schema: SchemaName.SchemaName,
+  history: History.History,
+  timeout: Duration.Input = "60 seconds"
+): Effect.Effect<number, DbError, DbSession> => {
+  const workspaces = [...new Set(history.operations.map((o) => o.workspace))]
+  const backlog = Effect.map(
+    Effect.forEach(workspaces, (workspace) => QueueStatus.forWorkspace(schema, workspace)),
+    (statuses) => statuses.reduce((sum, s) => sum + s.pending + s.inProgress, 0)
+  )
+  const waited = Effect.repeat(backlog, {
+    schedule: Schedule.spaced("50 millis").pipe(Schedule.jittered, Schedule.upTo({ duration: timeout })),
+    while: (left) => left > 0
+  })
+  return Effect.andThen(waited, backlog)
+}

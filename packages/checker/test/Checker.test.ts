@@ -3,7 +3,7 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, Handlers, Queue, SchemaName } from "@resilience/deriver"
 import type { Queue as QueueItem } from "@resilience/deriver"
-import { Domain, Messages, QueueStatus, Representation, Terms, Workspaces } from "@resilience/domain"
+import { Domain, Messages, Representation, Terms, Workspaces } from "@resilience/domain"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, References } from "effect"
 import { Checker, History } from "../src/index.ts"
@@ -26,16 +26,16 @@ const freshSchema = (name: string) =>
 /** A deriver that polls every 20–100 ms with 4 workers and no startup delay. */
 const quick = { workers: 4, pollingSleepIntervalSeconds: 0.02, pollingSleepMaxIntervalSeconds: 0.1 } as const
 
-/** Runs a deriver with `handlers` until no item of workspace `acme` is pending or in progress (≤ 20 s). */
-const deriveUntilIdle = (schema: SchemaName.SchemaName, handlers: Handlers.Handlers<DbSession>) =>
+/** Runs a deriver with `handlers` until no item of the history's workspaces is pending or in progress (≤ 20 s). */
+const deriveUntilIdle = (
+  schema: SchemaName.SchemaName,
+  handlers: Handlers.Handlers<DbSession>,
+  history: History.History
+) =>
   Effect.scoped(Effect.gen(function*() {
     const config = yield* Effect.orDie(DeriverConfig.make({ ...quick, pollingStartupJitterSeconds: 0 }))
     yield* Deriver.start({ schema, handlers, config })
-    const busy = QueueStatus.forWorkspace(schema, "acme").pipe(Effect.map((s) => s.pending + s.inProgress > 0))
-    yield* Effect.repeat(Effect.andThen(Effect.sleep("25 millis"), busy), {
-      while: (b) => b,
-      times: 800
-    })
+    yield* Checker.settle(schema, history, "20 seconds")
   }))
 
 /** `clients` clients each appending `each` single-message requests to session s1, peer alice; recorded. */
@@ -116,7 +116,7 @@ layer(Database, { excludeTestServices: true })("Checker (PostgreSQL)", (it) => {
         }),
         (exit) => Exit.isSuccess(exit) ? "acknowledged" : "refused"
       ).pipe(Effect.flip)
-      yield* deriveUntilIdle(schema, Domain.handlers(schema))
+      yield* deriveUntilIdle(schema, Domain.handlers(schema), history)
       const verdict = yield* Checker.check(schema, history)
       console.log(`clean run\n${Checker.table(verdict)}`)
       assert.deepStrictEqual(verdict.counts, zero)
@@ -159,7 +159,7 @@ layer(Database, { excludeTestServices: true })("Checker (PostgreSQL)", (it) => {
           payload: { workspace: "acme" }
         }])
       )
-      yield* deriveUntilIdle(schema, Domain.handlers(schema))
+      yield* deriveUntilIdle(schema, Domain.handlers(schema), history)
       // bob (s2): two messages derived, then a third numbered 5 (a gap of two, the counter left at 2), and his
       // representation counting 4: folded twice, once. carol: counted one too few, one term one too many.
       for (const content of ["copper", "meadows"]) {
@@ -168,7 +168,7 @@ layer(Database, { excludeTestServices: true })("Checker (PostgreSQL)", (it) => {
       }
       acknowledged("carol harbors", "carol")
       yield* store("carol harbors", "carol")
-      yield* deriveUntilIdle(schema, Domain.handlers(schema))
+      yield* deriveUntilIdle(schema, Domain.handlers(schema), history)
       acknowledged("zz", "bob", "s2")
       yield* db.query(
         `INSERT INTO ${t("messages")} (workspace, session, peer, content, seq) VALUES ('acme', 's2', 'bob', 'zz', 5)`
@@ -220,7 +220,7 @@ layer(Database, { excludeTestServices: true })("Checker (PostgreSQL)", (it) => {
       const schema = yield* freshSchema("checker_skip")
       const history = History.make()
       yield* workload(schema, history, 4, 50)
-      yield* deriveUntilIdle(schema, skipEvery100th(schema))
+      yield* deriveUntilIdle(schema, skipEvery100th(schema), history)
       const verdict = yield* Checker.reconcile(schema, history)
       console.log(`planted defect: a handler that skips every 100th message\n${Checker.table(verdict)}`)
       assert.isFalse(verdict.valid)
