@@ -60,6 +60,8 @@ export interface Figures {
    * primary and answered late does not count); with no refusal at all, the first 201 after the fault.
    */
   readonly firstAcknowledgedMillis: number | null
+  /** Latency of the 201 answers before the fault, median and 99th percentile (what a commit costs). */
+  readonly latencyBeforeMillis: { readonly p50: number | null; readonly p99: number | null }
   /** Attempts answered 503 with `Retry-After` at or after the fault. */
   readonly unavailableWithRetryAfter: number
   /** Attempts answered 503 without `Retry-After` (must be 0). */
@@ -100,7 +102,14 @@ export const figures = (history: History, faultAt: number): Figures => {
     const length = answers[i]! - answers[i - 1]!
     if (gap === undefined || length > gap.length) gap = { length, end: answers[i]! }
   }
+  const latencies = history.attempts
+    .filter((attempt) => attempt.status === 201 && attempt.answeredAt < faultAt)
+    .map((attempt) => attempt.answeredAt - attempt.sentAt)
+    .sort((a, b) => a - b)
+  const quantile = (q: number) =>
+    latencies.length === 0 ? null : latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!
   return {
+    latencyBeforeMillis: { p50: quantile(0.5), p99: quantile(0.99) },
     longestGapMillis: gap?.length ?? null,
     gapEndMillis: since(gap?.end),
     firstRefusalMillis: since(firstRefusal?.answeredAt),

@@ -53,10 +53,15 @@ export const scenario = (result: Scenario.Result): string => {
         `${f.acknowledged} / ${f.refused} / ${f.rejected} / ${f.unknown}`
       ],
       ["refused or unknown, yet stored (allowed)", v.storedUnacknowledged],
+      [
+        "201 latency before the fault, p50 / p99",
+        `${f.latencyBeforeMillis.p50 ?? "-"} / ${f.latencyBeforeMillis.p99 ?? "-"} ms`
+      ],
       [`checker anomalies (${Verdict.clean(v) ? "clean" : "NOT clean"})`, `${anomalyCount(v)}: ${anomalyList(v)}`],
       ["processes restarted", result.processesExited],
       ["fault → patronictl returned / postmaster killed", seconds(result.faultDoneMillis)],
       ["members after", result.members],
+      ["the API's counters", result.apiCounters.join("; ") || "-"],
       ["HAProxy after the fault", result.routing.join("; ") || "-"]
     ])
   ].join("\n")

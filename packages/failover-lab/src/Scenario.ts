@@ -65,6 +65,11 @@ export interface Result {
   readonly members: string
   /** API and deriver processes that exited during the run (each would have needed a restart). */
   readonly processesExited: number
+  /**
+   * The API's own account of its answers at the end (its `/metrics`): admissions and sheds by reason, failed
+   * checkouts by reason, error responses by status.
+   */
+  readonly apiCounters: ReadonlyArray<string>
   /** HAProxy's server state changes after the fault, ms from the fault. */
   readonly routing: ReadonlyArray<string>
 }
@@ -104,6 +109,17 @@ const awaitDrained = (url: string, workspace: string) =>
     }
   })).pipe(Effect.timeoutOrElse({ duration: Duration.seconds(60), orElse: () => Effect.void }))
 
+const counted = ["admission_shed_total", "db_acquisitions_total", "api_error_responses_total"]
+
+/** The samples of the counters that say why the API answered 503, from its `/metrics`. */
+const apiCountersOf = (apiUrl: string) =>
+  Effect.tryPromise(() => fetch(`${apiUrl}/metrics`).then((response) => response.text())).pipe(
+    Effect.map((text) =>
+      text.split("\n").filter((line) => counted.some((name) => line.startsWith(name)) && !line.endsWith(" 0"))
+    ),
+    Effect.orElseSucceed(() => ["(the API's /metrics did not answer)"])
+  )
+
 /** Runs one scenario; `log` gets progress lines. */
 export const run = (options: {
   readonly settings: Settings
@@ -128,7 +144,6 @@ export const run = (options: {
       adminToken,
       env: {
         DB_SCHEMA: schema,
-        DB_CONNECT_TIMEOUT_SECONDS: "1",
         DB_STATEMENT_TIMEOUT_SECONDS: "10",
         DB_APPLICATION_NAME: "failover-lab",
         DERIVER_WORKERS: "2",
@@ -197,8 +212,11 @@ export const run = (options: {
     yield* Effect.sleep(Duration.seconds(settings.afterSeconds))
     yield* traffic.stop
     log(`traffic stopped: ${history.writes.length} writes`)
+    const drainStarted = yield* Clock.currentTimeMillis
     yield* awaitDrained(cluster.url, workspace.name)
+    log(`queue drained (or 60 s passed) after ${((yield* elapsed(drainStarted)) / 1000).toFixed(1)} s`)
     const verdict = yield* Verdict.reconcile({ url: cluster.url, schema, workspace: workspace.name, history })
+    const apiCounters = yield* apiCountersOf(stack.apiUrl)
     const exited = [stack.api, stack.deriver].filter((child) => Deferred.isDoneUnsafe(child.exited)).length
     if (exited > 0) log(`processes exited; last output:\n${output.join("\n")}`)
     return {
@@ -211,6 +229,7 @@ export const run = (options: {
       rejoinedMillis,
       members,
       processesExited: exited,
+      apiCounters,
       routing: cluster.routing.filter((change) => change.at >= faultAt).map((change) =>
         `+${((change.at - faultAt) / 1000).toFixed(2)} s ${change.line.replace(/^.*Server primary\//, "").slice(0, 60)}`
       )

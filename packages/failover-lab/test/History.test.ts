@@ -50,6 +50,10 @@ describe("History.figures", () => {
     assert.strictEqual(f.gapEndMillis, 2_500)
   })
 
+  it("takes the latency of the 201s answered before the fault", () => {
+    assert.deepStrictEqual(f.latencyBeforeMillis, { p50: 100, p99: 100 })
+  })
+
   it("counts answers by kind and writes by outcome", () => {
     assert.deepInclude(f, {
       unavailableWithRetryAfter: 2,

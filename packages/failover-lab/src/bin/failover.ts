@@ -34,8 +34,14 @@ const flags = {
     Flag.withDescription("seed of the arrivals and the client's jitter"),
     Flag.withDefault("1")
   ),
-  timeline: Flag.Boolean("timeline").pipe(Flag.withDescription("print the answers per second around the fault")),
-  verbose: Flag.Boolean("verbose").pipe(Flag.withDescription("print the API's and the deriver's output")),
+  timeline: Flag.Boolean("timeline").pipe(
+    Flag.withDescription("print the answers per second around the fault"),
+    Flag.withDefault(false)
+  ),
+  verbose: Flag.Boolean("verbose").pipe(
+    Flag.withDescription("print the API's and the deriver's output"),
+    Flag.withDefault(false)
+  ),
   json: Flag.optional(Flag.String("json").pipe(Flag.withDescription("write the results here")))
 }
 
