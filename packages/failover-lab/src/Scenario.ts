@@ -38,13 +38,13 @@ export interface Settings {
   readonly deadlineSeconds: number
 }
 
-/** Defaults: 20 writes/s over 4 peers, 4 s before the fault, 3 s after the rejoin. */
+/** Defaults: 20 writes/s over 4 sessions × 4 peers, 4 s before the fault, 3 s after the rejoin. */
 export const defaults = {
   rate: 20,
   warmupSeconds: 4,
   afterSeconds: 3,
   peers: 4,
-  sessions: 0,
+  sessions: 4,
   deadlineSeconds: 240
 } as const
 
@@ -86,7 +86,10 @@ const adminToken = "failover-lab-admin-token"
 
 const elapsed = (since: number) => Effect.map(Clock.currentTimeMillis, (now) => now - since)
 
-/** Waits until the queue of `workspace` has nothing unprocessed, reading the database directly; bounded. */
+/**
+ * Waits until the queue of `workspace` has nothing unprocessed, reading the database directly; bounded by
+ * 60 s. Yields what is still pending then (each item with its unit's ownership row, if any): empty when drained.
+ */
 const awaitDrained = (url: string, workspace: string) =>
   Effect.scoped(Effect.gen(function*() {
     const client = yield* Effect.acquireRelease(
@@ -97,17 +100,28 @@ const awaitDrained = (url: string, workspace: string) =>
       }),
       (client) => Effect.promise(() => client.end())
     )
-    for (;;) {
-      const rows = yield* Effect.promise(() =>
-        client.query<{ pending: number }>(
-          `SELECT count(*)::int AS pending FROM "${schema}".queue WHERE NOT processed AND payload ->> 'workspace' = $1`,
-          [workspace]
-        )
+    const pending = Effect.promise(() =>
+      client.query<{ id: string; unit: string; owner: string | null; age: string | null }>(
+        `SELECT q.id, q.work_unit_key AS unit, s.owner, (now() - s.last_updated)::text AS age
+         FROM "${schema}".queue q LEFT JOIN "${schema}".active_queue_sessions s USING (work_unit_key)
+         WHERE NOT q.processed AND q.payload ->> 'workspace' = $1 ORDER BY q.id`,
+        [workspace]
       )
-      if ((rows.rows[0]?.pending ?? 0) === 0) return
+    ).pipe(Effect.map((result) =>
+      result.rows.map((row) =>
+        `item ${row.id} of ${row.unit}: ${
+          row.owner === null ? "no owner" : `owned by ${row.owner} (heartbeat ${row.age} ago)`
+        }`
+      )
+    ))
+    for (let waited = 0;; waited++) {
+      const left = yield* pending
+      if (left.length === 0 || waited >= 300) {
+        return left
+      }
       yield* Effect.sleep(Duration.millis(200))
     }
-  })).pipe(Effect.timeoutOrElse({ duration: Duration.seconds(60), orElse: () => Effect.void }))
+  }))
 
 const counted = ["admission_shed_total", "db_acquisitions_total", "api_error_responses_total"]
 
@@ -213,8 +227,13 @@ export const run = (options: {
     yield* traffic.stop
     log(`traffic stopped: ${history.writes.length} writes`)
     const drainStarted = yield* Clock.currentTimeMillis
-    yield* awaitDrained(cluster.url, workspace.name)
-    log(`queue drained (or 60 s passed) after ${((yield* elapsed(drainStarted)) / 1000).toFixed(1)} s`)
+    const left = yield* awaitDrained(cluster.url, workspace.name)
+    const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
+    log(
+      left.length === 0
+        ? `queue drained ${drainSeconds} s after the traffic stopped`
+        : `queue not drained after ${drainSeconds} s:\n  ${left.slice(0, 10).join("\n  ")}`
+    )
     const verdict = yield* Verdict.reconcile({ url: cluster.url, schema, workspace: workspace.name, history })
     const apiCounters = yield* apiCountersOf(stack.apiUrl)
     const exited = [stack.api, stack.deriver].filter((child) => Deferred.isDoneUnsafe(child.exited)).length
