@@ -38,8 +38,8 @@ export interface Figures {
   /** The last refused attempt answered at or after the fault: the end of the window as clients saw it. */
   readonly lastRefusalMillis: number | null
   /**
-   * Fault → the first 201 of an attempt sent after the first refusal (a request that was in flight on the old
-   * primary and answered late does not count); with no refusal at all, the first 201 after the fault.
+   * Fault → the first 201 of an attempt sent after the first refusal was answered (a request that was in flight
+   * on the old primary and answered late does not count); with no refusal at all, the first 201 after the fault.
    */
   readonly firstAcknowledgedMillis: number | null
   /** Latency of the 201 answers before the fault, median and 99th percentile (what a commit costs). */
@@ -71,7 +71,7 @@ export const figures = (history: History, faultAt: number): Figures => {
   const firstRefusal = refusals[0]
   const acknowledged = after
     .filter((attempt) =>
-      attempt.status === 201 && (firstRefusal === undefined || attempt.sentAt >= firstRefusal.sentAt)
+      attempt.status === 201 && (firstRefusal === undefined || attempt.sentAt >= firstRefusal.answeredAt)
     )
     .sort((a, b) => a.answeredAt - b.answeredAt)[0]
   const since = (at: number | undefined) => at === undefined ? null : at - faultAt

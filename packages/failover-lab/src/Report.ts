@@ -37,7 +37,7 @@ export const scenario = (result: Scenario.Result): string => {
         "fault → first 201 after the longest gap in 201s (gap)",
         `${seconds(f.gapEndMillis)} (${seconds(f.longestGapMillis)})`
       ],
-      ["fault → first 201 sent after the first refusal", seconds(f.firstAcknowledgedMillis)],
+      ["fault → first 201 sent after the first refusal came", seconds(f.firstAcknowledgedMillis)],
       ["fault → new leader (Patroni)", seconds(result.newLeaderMillis)],
       ["fault → old primary streaming from it again", seconds(result.rejoinedMillis)],
       [
