@@ -9,7 +9,7 @@
 import { Cluster, Orphans, Process, type ServerStartFailed } from "@resilience/local-postgres"
 import { Clock, Data, Duration, Effect, Schema } from "effect"
 import { execFile } from "node:child_process"
-import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type * as SystemPackages from "./SystemPackages.ts"
 import * as Topology from "./Topology.ts"
@@ -47,6 +47,15 @@ export interface PatroniCluster {
   readonly switchover: (from: string, to: string) => Effect.Effect<void, ClusterOperationFailed>
   /** `kill -9` of a member's postmaster (from its `postmaster.pid`); yields the pid. */
   readonly killPostmaster: (member: string) => Effect.Effect<number, ClusterOperationFailed>
+  /**
+   * Sends `signal` to a member's postmaster and every child of it (`SIGSTOP`: the server stops answering
+   * anything, its replication connection included, without closing a socket; `SIGCONT`: it goes on).
+   * Yields how many processes it signalled.
+   */
+  readonly signalServer: (
+    member: string,
+    signal: "SIGSTOP" | "SIGCONT"
+  ) => Effect.Effect<number, ClusterOperationFailed>
   /** Lines of HAProxy's output (server state changes), with the wall-clock millisecond they arrived. */
   readonly routing: ReadonlyArray<{ readonly at: number; readonly line: string }>
 }
@@ -89,6 +98,15 @@ const postmasterPid = (member: Topology.Member): number | undefined => {
   const file = join(Topology.dataDirectory(member), "postmaster.pid")
   return existsSync(file) ? Number(readFileSync(file, "utf8").split("\n")[0]) : undefined
 }
+
+/** The pids of `parent`'s children, from `/proc/<pid>/stat` (field 4 is the parent pid). */
+const childrenOf = (parent: number): ReadonlyArray<number> =>
+  readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
+    const stat = Effect.runSync(
+      Effect.orElseSucceed(Effect.try(() => readFileSync(`/proc/${pid}/stat`, "utf8")), () => "")
+    )
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent
+  })
 
 const killQuietly = (pid: number | undefined) => {
   if (pid !== undefined && Orphans.isAlive(pid)) process.kill(pid, "SIGKILL")
@@ -212,6 +230,17 @@ export const start = Effect.fnUntraced(function*(options: {
         }
         process.kill(pid, "SIGKILL")
         return pid
+      }),
+    signalServer: (name, signal) =>
+      Effect.gen(function*() {
+        const member = members.find((candidate) => candidate.name === name)
+        const pid = member === undefined ? undefined : postmasterPid(member)
+        if (pid === undefined || !Orphans.isAlive(pid)) {
+          return yield* new ClusterOperationFailed({ operation: `${signal} ${name}`, detail: "no running postmaster" })
+        }
+        const pids = [pid, ...childrenOf(pid)]
+        for (const each of pids) process.kill(each, signal)
+        return pids.length
       }),
     routing
   }

@@ -19,8 +19,12 @@ import * as PatroniCluster from "./PatroniCluster.ts"
 import type * as SystemPackages from "./SystemPackages.ts"
 import * as Traffic from "./Traffic.ts"
 
-/** The faults. */
-export const faults = ["switchover", "primary-loss"] as const
+/**
+ * The faults: a planned switchover; `kill -9` of the leader's postmaster; and `stall-then-loss`, the
+ * synchronous standby stopped (`SIGSTOP`, sockets left open) for `stallSeconds`, then the leader's postmaster
+ * killed and the standby let go on.
+ */
+export const faults = ["switchover", "primary-loss", "stall-then-loss"] as const
 export type Fault = (typeof faults)[number]
 
 /** One scenario's settings. */
@@ -31,6 +35,8 @@ export interface Settings {
   readonly rate: number
   /** Seconds of traffic before the fault. */
   readonly warmupSeconds: number
+  /** How long `stall-then-loss` stops the standby before it kills the leader. */
+  readonly stallSeconds: number
   /** Seconds of traffic after the old primary has rejoined. */
   readonly afterSeconds: number
   readonly peers: number
@@ -45,6 +51,8 @@ export const defaults = {
   rate: 20,
   warmupSeconds: 4,
   afterSeconds: 3,
+  /** Longer than the apps' statement timeout (10 s here). */
+  stallSeconds: 14,
   peers: 4,
   sessions: 4,
   deadlineSeconds: 240
@@ -170,9 +178,16 @@ export const run = (options: {
           )
         )
       )
-    } else {
+    } else if (settings.fault === "primary-loss") {
       const pid = yield* cluster.killPostmaster(oldLeader)
       log(`fault: kill -9 of ${oldLeader}'s postmaster (pid ${pid})`)
+    } else {
+      const stopped = yield* cluster.signalServer(candidate, "SIGSTOP")
+      log(`fault: SIGSTOP of ${candidate}'s server (${stopped} processes) for ${settings.stallSeconds} s`)
+      yield* Effect.sleep(Duration.seconds(settings.stallSeconds))
+      const pid = yield* cluster.killPostmaster(oldLeader)
+      yield* cluster.signalServer(candidate, "SIGCONT")
+      log(`kill -9 of ${oldLeader}'s postmaster (pid ${pid}), SIGCONT of ${candidate}'s server`)
     }
 
     let newLeaderMillis = -1
