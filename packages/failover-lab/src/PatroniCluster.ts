@@ -7,8 +7,8 @@
  * removed; a run that was killed outright is reaped by the next one (`Orphans.reap`).
  */
 import { Cluster, Orphans, Process, type ServerStartFailed } from "@resilience/local-postgres"
-import { Clock, Data, Duration, Effect, Schema } from "effect"
-import { execFile } from "node:child_process"
+import { Clock, Data, Duration, Effect, Schema, Scope } from "effect"
+import { type ChildProcess, execFile } from "node:child_process"
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type * as SystemPackages from "./SystemPackages.ts"
@@ -47,6 +47,10 @@ export interface PatroniCluster {
   readonly switchover: (from: string, to: string) => Effect.Effect<void, ClusterOperationFailed>
   /** `kill -9` of a member's postmaster (from its `postmaster.pid`); yields the pid. */
   readonly killPostmaster: (member: string) => Effect.Effect<number, ClusterOperationFailed>
+  /** The member's machine lost: `kill -9` of its Patroni and its postmaster; yields the postmaster's pid. */
+  readonly loseMember: (member: string) => Effect.Effect<number, ClusterOperationFailed>
+  /** Starts a lost member's Patroni again (it rejoins as a replica); it stops with the cluster. */
+  readonly restartMember: (member: string) => Effect.Effect<void, ClusterOperationFailed>
   /**
    * Sends `signal` to a member's postmaster and every child of it (`SIGSTOP`: the server stops answering
    * anything, its replication connection included, without closing a socket; `SIGCONT`: it goes on).
@@ -158,23 +162,28 @@ export const start = Effect.fnUntraced(function*(options: {
     args: Topology.etcdArgs(topology),
     readyWhen: "ready to serve client requests"
   })
-  for (const member of members) {
-    const child = yield* Process.start({
-      server: `patroni ${member.name}`,
-      command: options.binaries.patroni,
-      args: [Topology.configFile(member)],
-      readyWhen: "no action."
-    })
-    // Runs before the member's own stop (SIGINT, waited for): the data is thrown away, so nothing is shut down
-    // cleanly; Patroni daemonises the postmaster, so the postmaster is killed from its pid file.
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        child.kill("SIGKILL")
-        killQuietly(postmasterPid(member))
+  const patronis = new Map<string, ChildProcess>()
+  const startPatroni = (member: Topology.Member) =>
+    Effect.gen(function*() {
+      const child = yield* Process.start({
+        server: `patroni ${member.name}`,
+        command: options.binaries.patroni,
+        args: [Topology.configFile(member)],
+        readyWhen: "no action."
       })
-    )
-    options.log(`patroni ${member.name} up (pid ${child.pid}; postgres 127.0.0.1:${member.pgPort})`)
-  }
+      patronis.set(member.name, child)
+      // Runs before the member's own stop (SIGINT, waited for): the data is thrown away, so nothing is shut
+      // down cleanly; Patroni daemonises the postmaster, so the postmaster is killed from its pid file.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          child.kill("SIGKILL")
+          killQuietly(postmasterPid(member))
+        })
+      )
+      options.log(`patroni ${member.name} up (pid ${child.pid}; postgres 127.0.0.1:${member.pgPort})`)
+    })
+  for (const member of members) yield* startPatroni(member)
+  const scope = yield* Effect.scope
   const routing: Array<{ readonly at: number; readonly line: string }> = []
   const haproxy = yield* Process.start({
     server: "haproxy",
@@ -204,6 +213,11 @@ export const start = Effect.fnUntraced(function*(options: {
     return yield* Effect.fail(last ?? new ClusterOperationFailed({ operation: "GET /cluster", detail: "no member" }))
   })
 
+  const memberNamed = (name: string) =>
+    Effect.fromNullishOr(members.find((member) => member.name === name)).pipe(
+      Effect.mapError(() => new ClusterOperationFailed({ operation: name, detail: "no such member" }))
+    )
+
   const cluster: PatroniCluster = {
     topology,
     url: Topology.routedUrl(topology),
@@ -231,6 +245,18 @@ export const start = Effect.fnUntraced(function*(options: {
         process.kill(pid, "SIGKILL")
         return pid
       }),
+    loseMember: (name) =>
+      Effect.gen(function*() {
+        const member = yield* memberNamed(name)
+        patronis.get(name)?.kill("SIGKILL")
+        const pid = postmasterPid(member)
+        killQuietly(pid)
+        return pid ?? 0
+      }),
+    restartMember: (name) =>
+      Effect.flatMap(memberNamed(name), (member) => Scope.provide(startPatroni(member), scope)).pipe(
+        Effect.mapError((error) => new ClusterOperationFailed({ operation: `restart ${name}`, detail: error.message }))
+      ),
     signalServer: (name, signal) =>
       Effect.gen(function*() {
         const member = members.find((candidate) => candidate.name === name)

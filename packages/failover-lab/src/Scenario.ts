@@ -21,8 +21,9 @@ import * as Traffic from "./Traffic.ts"
 
 /**
  * The faults: a planned switchover; `kill -9` of the leader's postmaster; and `stall-then-loss`, the
- * synchronous standby stopped (`SIGSTOP`, sockets left open) for `stallSeconds`, then the leader's postmaster
- * killed and the standby let go on.
+ * synchronous standby stopped (`SIGSTOP`, sockets left open) for `stallSeconds`, then the leader's machine
+ * lost (`kill -9` of its Patroni and its postmaster: the leader key expires after Patroni's `ttl`) and the
+ * standby let go on; once the standby leads, the old primary's Patroni starts again and rejoins.
  */
 export const faults = ["switchover", "primary-loss", "stall-then-loss"] as const
 export type Fault = (typeof faults)[number]
@@ -185,9 +186,9 @@ export const run = (options: {
       const stopped = yield* cluster.signalServer(candidate, "SIGSTOP")
       log(`fault: SIGSTOP of ${candidate}'s server (${stopped} processes) for ${settings.stallSeconds} s`)
       yield* Effect.sleep(Duration.seconds(settings.stallSeconds))
-      const pid = yield* cluster.killPostmaster(oldLeader)
+      const pid = yield* cluster.loseMember(oldLeader)
       yield* cluster.signalServer(candidate, "SIGCONT")
-      log(`kill -9 of ${oldLeader}'s postmaster (pid ${pid}), SIGCONT of ${candidate}'s server`)
+      log(`${oldLeader} lost (kill -9 of its Patroni and its postmaster, pid ${pid}), SIGCONT of ${candidate}'s server`)
     }
 
     let newLeaderMillis = -1
@@ -197,6 +198,12 @@ export const run = (options: {
       if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader) {
         newLeaderMillis = yield* elapsed(faultAt)
         log(`new leader ${leader} after ${(newLeaderMillis / 1000).toFixed(1)} s`)
+        if (settings.fault === "stall-then-loss") {
+          log(`starting ${oldLeader}'s Patroni again`)
+          yield* Effect.forkScoped(
+            Effect.catch(cluster.restartMember(oldLeader), (error) => Effect.sync(() => log(error.message)))
+          )
+        }
       }
       if (newLeaderMillis >= 0 && PatroniCluster.settled(members, settings.synchronousMode)) break
       yield* Effect.sleep(Duration.millis(100))
