@@ -123,6 +123,7 @@ const killQuietly = (pid: number | undefined) => {
 export const start = Effect.fnUntraced(function*(options: {
   readonly binaries: SystemPackages.Binaries
   readonly synchronousMode: boolean
+  readonly synchronousModeStrict: boolean
   readonly log: (line: string) => void
 }) {
   Orphans.reap()
@@ -140,6 +141,7 @@ export const start = Effect.fnUntraced(function*(options: {
     haproxyPort: yield* port,
     members,
     synchronousMode: options.synchronousMode,
+    synchronousModeStrict: options.synchronousModeStrict,
     postgresBin: options.binaries.postgresBin
   }
   const account = Process.serviceAccount()

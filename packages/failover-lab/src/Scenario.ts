@@ -32,6 +32,8 @@ export type Fault = (typeof faults)[number]
 export interface Settings {
   readonly fault: Fault
   readonly synchronousMode: boolean
+  /** Patroni's `synchronous_mode_strict` (with `synchronousMode`). */
+  readonly strict: boolean
   /** Writes per second. */
   readonly rate: number
   /** Seconds of traffic before the fault. */
@@ -54,6 +56,7 @@ export const defaults = {
   afterSeconds: 3,
   /** Longer than the apps' statement timeout (10 s here). */
   stallSeconds: 14,
+  strict: false,
   peers: 4,
   sessions: 4,
   deadlineSeconds: 240
@@ -65,8 +68,10 @@ export interface Result {
   readonly figures: History.Figures
   /** The consistency checker's verdict (`@resilience/checker`). */
   readonly verdict: Checker.Verdict
-  /** Fault → Patroni reports the other member as the running leader, ms. */
+  /** Fault → Patroni reports the other member as the running leader (or the old one again, `failedOver` false), ms. */
   readonly newLeaderMillis: number
+  /** Whether the other member took over (false: the old primary came back as the leader). */
+  readonly failedOver: boolean
   /** Fault → the old primary streams from the new leader on its timeline, ms. */
   readonly rejoinedMillis: number
   /** Fault → the fault's command completed (`patronictl switchover` returned; the kill is immediate), ms. */
@@ -122,6 +127,7 @@ export const run = (options: {
     const cluster = yield* PatroniCluster.start({
       binaries: options.binaries,
       synchronousMode: settings.synchronousMode,
+      synchronousModeStrict: settings.synchronousMode && settings.strict,
       log
     })
     const output: Array<string> = []
@@ -192,10 +198,11 @@ export const run = (options: {
     }
 
     let newLeaderMillis = -1
+    let restartedOldLeader = false
     for (;;) {
       const members = yield* Effect.orElseSucceed(cluster.members, () => [])
       const leader = PatroniCluster.leaderOf(members)
-      if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader) {
+      if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader && !restartedOldLeader) {
         newLeaderMillis = yield* elapsed(faultAt)
         log(`new leader ${leader} after ${(newLeaderMillis / 1000).toFixed(1)} s`)
         if (settings.fault === "stall-then-loss") {
@@ -204,6 +211,21 @@ export const run = (options: {
             Effect.catch(cluster.restartMember(oldLeader), (error) => Effect.sync(() => log(error.message)))
           )
         }
+      }
+      if (newLeaderMillis < 0 && restartedOldLeader === false && settings.fault === "stall-then-loss") {
+        const waited = yield* elapsed(faultAt)
+        if (waited > (settings.stallSeconds + 20) * 1000) {
+          // Patroni promotes no standby it does not know to be synchronous: the cluster waits for the old primary
+          log(`no new leader ${(waited / 1000).toFixed(1)} s after the fault; starting ${oldLeader}'s Patroni again`)
+          restartedOldLeader = true
+          yield* Effect.forkScoped(
+            Effect.catch(cluster.restartMember(oldLeader), (error) => Effect.sync(() => log(error.message)))
+          )
+        }
+      }
+      if (restartedOldLeader && leader === oldLeader && newLeaderMillis < 0) {
+        newLeaderMillis = yield* elapsed(faultAt)
+        log(`${oldLeader} leads again after ${(newLeaderMillis / 1000).toFixed(1)} s (no failover)`)
       }
       if (newLeaderMillis >= 0 && PatroniCluster.settled(members, settings.synchronousMode)) break
       yield* Effect.sleep(Duration.millis(100))
@@ -242,6 +264,7 @@ export const run = (options: {
       timeline: History.timeline(history, faultAt, -settings.warmupSeconds),
       verdict,
       newLeaderMillis,
+      failedOver: !restartedOldLeader,
       rejoinedMillis,
       members,
       processesExited: exited,

@@ -23,8 +23,8 @@ const flags = {
     ),
     Flag.withDefault("all" as const)
   ),
-  sync: Flag.Literals("sync", ["on", "off", "both"] as const).pipe(
-    Flag.withDescription("Patroni's synchronous_mode"),
+  sync: Flag.Literals("sync", ["on", "off", "both", "strict"] as const).pipe(
+    Flag.withDescription("Patroni's synchronous_mode (strict: with synchronous_mode_strict)"),
     Flag.withDefault("both" as const)
   ),
   rate: num("rate", d.rate, "open-loop writes per second"),
@@ -57,7 +57,7 @@ const main = Command.make(
     const binaries = SystemPackages.find()
     if (binaries instanceof SystemPackages.SystemPackagesMissing) return yield* binaries
     const faults = input.fault === "all" ? (["switchover", "primary-loss"] as const) : [input.fault]
-    const modes = input.sync === "both" ? [true, false] : [input.sync === "on"]
+    const modes = input.sync === "both" ? [true, false] : [input.sync !== "off"]
     const results: Array<Scenario.Result> = []
     for (const fault of faults) {
       for (const synchronousMode of modes) {
@@ -65,6 +65,7 @@ const main = Command.make(
           ...d,
           fault,
           synchronousMode,
+          strict: input.sync === "strict",
           rate: input.rate,
           warmupSeconds: input.warmup,
           afterSeconds: input.after,
