@@ -7,9 +7,9 @@
 import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
 import { Queue, SchemaName } from "@resilience/deriver"
+import type { Model } from "@resilience/model"
 import { Effect } from "effect"
 import * as Idempotency from "./Idempotency.ts"
-import type * as Model from "./Model.ts"
 import * as Names from "./Names.ts"
 
 /**

@@ -31,7 +31,7 @@ export * as Idempotency from "./Idempotency.ts"
  *
  * @since 0.1.0
  */
-export * as Model from "./Model.ts"
+export { Model } from "@resilience/model"
 
 /**
  * Queue counts per workspace.
