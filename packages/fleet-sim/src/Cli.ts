@@ -88,7 +88,9 @@ const describeAdaptive = (params: Model.Params): ReadonlyArray<string> => {
     lines.push(
       `adaptive deriver: slow poll > ${overload.slowPollMillis / 1000} s, overload cap ${
         overload.maxMillis / 1000
-      } s, ×${overload.multiplier} per signal, ÷${overload.recoveryFactor} per fast poll; claim timeout ${
+      } s, ×${overload.multiplier} per signal, gone within ${
+        overload.recoveryMillis / 1000
+      } s of healthy polls; claim timeout ${
         params.claimTimeoutMillis === 0 ? "none" : `${params.claimTimeoutMillis / 1000} s`
       }`
     )
@@ -173,7 +175,9 @@ const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>,
 
 const policiesFlag = Flag.optional(
   Flag.String("policies").pipe(Flag.withDescription(
-    "the policies to run side by side, comma-separated (compare: default every policy; sweep: overrides --policy)"
+    `the policies to run side by side, comma-separated (choices: ${
+      Model.policies.join(", ")
+    }; compare: default every policy; sweep: overrides --policy)`
   ))
 )
 
