@@ -173,7 +173,9 @@ const parsePolicies = (text: string): Effect.Effect<ReadonlyArray<Model.Policy>,
 
 const policiesFlag = Flag.optional(
   Flag.String("policies").pipe(Flag.withDescription(
-    "the policies to run side by side, comma-separated (compare: default every policy; sweep: overrides --policy)"
+    `the policies to run side by side, comma-separated (choices: ${
+      Model.policies.join(", ")
+    }; compare: default every policy; sweep: overrides --policy)`
   ))
 )
 
