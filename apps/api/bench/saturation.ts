@@ -377,7 +377,8 @@ const outageRun = (name: string, cluster: Cluster.Cluster, env: Record<string, s
     let running = true
     const driver = Effect.scoped(Effect.gen(function*() {
       yield* Effect.promise(() => sleep(3000))
-      const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+      // The API's own connections of the moment come and go: take the slots they free too, so every slot is held.
+      const saturation = yield* Saturation.hold(cluster.url, { patience: "2 seconds" }).pipe(Effect.orDie)
       marks.saturated = performance.now() - startedAt
       console.log(`  [${name}] holding ${saturation.held} connections`)
       yield* Effect.promise(() => sleep(outageSeconds * 1000))
