@@ -48,6 +48,20 @@ export * as QueueStatus from "./QueueStatus.ts"
 export * as Representations from "./Representations.ts"
 
 /**
+ * The `representation` task: folding a peer's new messages into its representation.
+ *
+ * @since 0.1.0
+ */
+export * as Representation from "./Representation.ts"
+
+/**
+ * The terms of a text, as the representation counts them.
+ *
+ * @since 0.1.0
+ */
+export * as Terms from "./Terms.ts"
+
+/**
  * Workspaces and their tokens.
  *
  * @since 0.1.0

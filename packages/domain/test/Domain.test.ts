@@ -54,6 +54,7 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
       assert.deepStrictEqual(tables.map((t) => t.table_name), [
         "active_queue_sessions",
         "idempotency_keys",
+        "message_seq",
         "messages",
         "peer_representations",
         "peer_session_progress",

@@ -39,7 +39,6 @@ const PositiveInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "a
 const NonNegativeInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "an integer >= 0")
 const Probability = range(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })), "a number in [0, 1]")
 const AtLeastOne = range(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)), "a number >= 1")
-const AboveOne = range(Schema.Finite.check(Schema.isGreaterThan(1)), "a number > 1")
 
 type Mutable<T> = {
   -readonly [K in keyof T]: NonNullable<T[K]> extends object ? Mutable<NonNullable<T[K]>> | Extract<T[K], undefined>
@@ -73,7 +72,7 @@ const option = (flag: string, description: string, range: Range, apply: Override
 const gateOverride = (
   flag: string,
   description: string,
-  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "slowMillis",
+  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "openMaxMillis" | "slowMillis",
   range: Range
 ): Override =>
   option(flag, `adaptive: ${description} (${AdmissionSettings.variables[key]})`, range, (p, v) => {
@@ -230,9 +229,9 @@ export const overrides: ReadonlyArray<Override> = [
     () => {}
   ),
   option(
-    "recovery-factor",
-    "adaptive: the overload floor's division per fast poll (DERIVER_OVERLOAD_RECOVERY_FACTOR)",
-    AboveOne,
+    "overload-recovery",
+    "adaptive: healthy polling in which the overload floor falls from its cap to 0, seconds (DERIVER_OVERLOAD_RECOVERY_SECONDS; default max-interval)",
+    Positive,
     () => {}
   ),
   option(
@@ -250,7 +249,13 @@ export const overrides: ReadonlyArray<Override> = [
     "queueTimeoutMillis",
     NonNegativeInt
   ),
-  gateOverride("admission-open", "the circuit's open window, ms", "openMillis", PositiveInt),
+  gateOverride("admission-open", "the circuit's first open window, ms", "openMillis", PositiveInt),
+  gateOverride(
+    "admission-open-max",
+    "the cap of the open window, which doubles per failed probe, ms",
+    "openMaxMillis",
+    PositiveInt
+  ),
   gateOverride(
     "admission-slow",
     "an answer slower than this lowers the limit, ms, 0 = never",
@@ -294,7 +299,7 @@ export const apply = (
     const overload = params.overload === undefined ? undefined : yield* Model.overloadSettings(poll, {
       overloadSlowPollSeconds: values.get("slow-poll"),
       overloadMaxIntervalSeconds: values.get("overload-max-interval"),
-      overloadRecoveryFactor: values.get("recovery-factor")
+      overloadRecoverySeconds: values.get("overload-recovery")
     }).pipe(
       Effect.mapError((e) => invalidOption(flagOf[e.parameter] ?? e.parameter, e.value, e.allowed))
     )
@@ -312,6 +317,7 @@ const gateFlagOf: Record<string, string> = {
   maxConcurrency: "admission-max-concurrency",
   queueTimeoutMillis: "admission-queue-timeout",
   openMillis: "admission-open",
+  openMaxMillis: "admission-open-max",
   slowMillis: "admission-slow"
 }
 
@@ -319,5 +325,5 @@ const gateFlagOf: Record<string, string> = {
 const flagOf: Record<string, string> = {
   [DeriverConfig.variables.overloadSlowPollSeconds]: "slow-poll",
   [DeriverConfig.variables.overloadMaxIntervalSeconds]: "overload-max-interval",
-  [DeriverConfig.variables.overloadRecoveryFactor]: "recovery-factor"
+  [DeriverConfig.variables.overloadRecoverySeconds]: "overload-recovery"
 }

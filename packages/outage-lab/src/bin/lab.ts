@@ -152,7 +152,9 @@ const costsFor = (auth: Settings.Auth, samples: number) =>
     : Effect.map(Calibration.measure({ auth, samples }), (c) => ({ ...c, measured: true }))
 
 const policiesFlag = Flag.String("policies").pipe(
-  Flag.withDescription("comma-separated policies, run one after another on fresh parts"),
+  Flag.withDescription(
+    `comma-separated policies, run one after another on fresh parts (choices: ${Settings.policies.join(", ")})`
+  ),
   Flag.withDefault("baseline,fixed")
 )
 
