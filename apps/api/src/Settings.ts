@@ -8,7 +8,7 @@ import { Readiness, Settings as Admission } from "@resilience/admission"
 import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
 import { InvalidParameter } from "@resilience/jitter"
-import { Config, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Config, Context, Effect, Layer, type LogLevel, Redacted, Schema } from "effect"
 
 /**
  * What the server needs to know.
@@ -93,3 +93,12 @@ export const config: Config.Config<Settings> = Config.all({
  * @since 0.1.0
  */
 export const layerConfig: Layer.Layer<AppSettings, Config.ConfigError> = Layer.effect(AppSettings, config)
+
+/**
+ * `API_LOG_LEVEL` (`Info`): the minimum level of the JSON logs.
+ *
+ * @since 0.2.0
+ */
+export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.LogLevel("API_LOG_LEVEL").pipe(
+  Config.withDefault("Info" as const)
+)

@@ -10,14 +10,15 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
+import { ProcessExit } from "@resilience/deriver"
 import { Otlp } from "@resilience/telemetry"
-import { Config, Context, Effect, Layer, Logger, References } from "effect"
+import { Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
 import * as Readiness from "./Readiness.ts"
 import * as Settings from "./Settings.ts"
 
 const LogLevel = Layer.unwrap(Effect.gen(function*() {
-  const level = yield* Config.LogLevel("API_LOG_LEVEL").pipe(Config.withDefault("Info" as const))
+  const level = yield* Settings.logLevelConfig
   return Layer.succeed(References.MinimumLogLevel, level)
 }))
 
@@ -32,5 +33,5 @@ Effect.scoped(Effect.gen(function*() {
   return yield* Effect.never
 })).pipe(
   Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel, Otlp.layerFromEnv("resilience-api"))),
-  NodeRuntime.runMain
+  NodeRuntime.runMain({ teardown: ProcessExit.teardown })
 )

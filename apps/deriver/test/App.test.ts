@@ -1,9 +1,11 @@
 /**
  * The app as a process: `node --conditions=@resilience/source apps/deriver/src/main.ts` against a real
  * PostgreSQL. Invalid configuration stops it at start; SIGTERM while units are in flight stops it within the
- * grace period with nothing lost and no ownership row left; a second run finishes the work exactly once.
+ * grace period with nothing lost and no ownership row left; a second run finishes the work exactly once (the
+ * consistency checker's verdict).
  */
 import { assert, layer } from "@effect/vitest"
+import { Checker, History } from "@resilience/checker"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
@@ -82,13 +84,19 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       const sessions = 20
       const peers = ["alice", "bob", "carol"]
       const perPeer = 200
+      const history = History.make()
       for (let s = 0; s < sessions; s++) {
         const messages = Array.from(
           { length: perPeer },
           (_, i) =>
             peers.map((peer) => ({ peer, content: `message ${i} about apples bananas and cherries from ${peer}` }))
         ).flat()
-        yield* Messages.append(schema, "acme", `session-${s}`, messages)
+        const session = `session-${s}`
+        yield* History.recordAll(
+          history,
+          messages.map((m) => ({ client: "setup", workspace: "acme", session, ...m })),
+          Messages.append(schema, "acme", session, messages)
+        )
       }
       const port = yield* Cluster.freePort
       const env = {
@@ -154,5 +162,9 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
         assert.strictEqual(value.topTerms[0]!.count, sessions * perPeer)
       }
       assert.strictEqual((yield* queueCounts(schema)).owned, 0)
+      // The checker: every message stored once and folded once across the SIGTERM and the restart.
+      const verdict = yield* Checker.reconcile(schema, history)
+      console.log(`[checker] deriver SIGTERM mid-run, then a second run\n${Checker.table(verdict)}`)
+      assert.isTrue(verdict.valid)
     }))
 })

@@ -3,7 +3,7 @@
  * the launcher passes the environment through.
  */
 import { Config, Option } from "effect"
-import { join } from "node:path"
+import { resolve } from "node:path"
 import { repositoryRoot } from "./Stack.ts"
 
 /** Settings of `npm start`. */
@@ -12,7 +12,11 @@ export const config = Config.all({
   apiPort: Config.Port("API_PORT").pipe(Config.withDefault(8000)),
   deriverMetricsPort: Config.Port("DERIVER_METRICS_PORT").pipe(Config.withDefault(9091)),
   embeddedPort: Config.Port("EMBEDDED_POSTGRES_PORT").pipe(Config.withDefault(54329)),
-  dataDirectory: Config.String("RESILIENCE_DATA_DIR").pipe(Config.withDefault(join(repositoryRoot, ".data"))),
+  // relative to the repository's root (where `npm start` runs), so the default reads the same given or not
+  dataDirectory: Config.String("RESILIENCE_DATA_DIR").pipe(
+    Config.withDefault(".data"),
+    Config.map((directory) => resolve(repositoryRoot, directory))
+  ),
   adminToken: Config.option(Config.String("API_ADMIN_TOKEN")),
   schema: Config.String("DB_SCHEMA").pipe(Config.withDefault("public"))
 })

@@ -4,11 +4,11 @@
  * with a directory it keeps its data (the launcher's `npm start`).
  */
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
-import { chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { execFile, spawnSync } from "node:child_process"
+import { chownSync, existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { arch, platform } from "node:os"
-import { dirname, join } from "node:path"
+import { dirname, join, parse, resolve, sep } from "node:path"
 import * as Orphans from "./Orphans.ts"
 import * as Process from "./Process.ts"
 
@@ -98,6 +98,37 @@ const keepDirectory = (directory: string): string => {
   return directory
 }
 
+/** Whether `account` may enter `folder` (the kernel's answer, ACLs and groups included). */
+const canEnter = (folder: string, account: { readonly uid: number; readonly gid: number }): boolean =>
+  spawnSync("test", ["-x", folder], { ...account, stdio: "ignore" }).status === 0
+
+/**
+ * When this process runs as root, PostgreSQL runs as the service account, which must be able to enter every
+ * folder above its directory. A folder it cannot enter (one made by `mktemp -d`, mode 700) would fail in
+ * `initdb` with "Permission denied"; this says which folder and what to do, before anything starts.
+ */
+const checkReachable = (
+  directory: string,
+  account: { readonly uid: number; readonly gid: number } | undefined
+): Effect.Effect<void, Process.ServerStartFailed> => {
+  if (account === undefined || canEnter(directory, account)) return Effect.void
+  const absolute = resolve(directory)
+  const parts = absolute.slice(parse(absolute).root.length).split(sep)
+  const ancestors = parts.map((_, index) => parse(absolute).root + parts.slice(0, index + 1).join(sep))
+  const blocked = ancestors.find((folder) => !canEnter(folder, account)) ?? absolute
+  const stat = statSync(blocked)
+  const mode = (stat.mode & 0o777).toString(8)
+  return Effect.fail(
+    new Process.ServerStartFailed({
+      server: "postgres",
+      output: `this process runs as root, so PostgreSQL runs as the account "postgres" (uid ${account.uid}), ` +
+        `which cannot enter ${blocked} (owner uid ${stat.uid}, mode ${mode}) on the way to its data in ${absolute}. ` +
+        `Use a directory it can enter (for npm start: RESILIENCE_DATA_DIR=/var/tmp/resilience), or let it through ` +
+        `with \`chmod o+x ${blocked}\` (search only: it still cannot list or read the folder).`
+    })
+  )
+}
+
 /** Durability switched off: only for throw-away clusters, whose data nobody needs after a crash. */
 const throwAwayFlags = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
 
@@ -115,6 +146,7 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
     )
   const account = Process.serviceAccount()
   if (account !== undefined) chownSync(directory, account.uid, account.gid)
+  yield* checkReachable(directory, account)
   const dataDirectory = join(directory, "data")
   const port = options.port ?? (yield* freePort)
   const password = options.password ?? "test"

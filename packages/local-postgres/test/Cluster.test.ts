@@ -2,10 +2,29 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { existsSync } from "node:fs"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 
 describe("Cluster", () => {
+  // As root PostgreSQL runs as the service account; a folder only root can enter (mktemp -d) must stop the start
+  // with what to do, not fail inside initdb with "Permission denied".
+  it.effect.skipIf(userInfo().uid !== 0)(
+    "as root, a directory the service account cannot enter stops the start naming the folder and the fix",
+    () =>
+      Effect.gen(function*() {
+        const privateFolder = yield* Effect.acquireRelease(
+          Effect.sync(() => mkdtempSync(join(tmpdir(), "root-only-"))),
+          (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+        )
+        const error = yield* Effect.flip(Cluster.start({ directory: join(privateFolder, "postgres") }))
+        assert.strictEqual(error._tag, "ServerStartFailed")
+        assert.include(error.message, `cannot enter ${privateFolder} (owner uid 0, mode 700)`)
+        assert.include(error.message, `chmod o+x ${privateFolder}`)
+        assert.isFalse(existsSync(join(privateFolder, "postgres", "data")))
+      }).pipe(Effect.scoped)
+  )
+
   it.live("refuses the (N+1)-th connection with SQLSTATE 53300", () =>
     Effect.gen(function*() {
       const cluster = yield* Cluster.start({ maxConnections: 3 })

@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { execFileSync } from "node:child_process"
+import { join } from "node:path"
 import * as Settings from "../src/Settings.ts"
 
 const failure = (effect: Effect.Effect<unknown, { readonly parameter: string; readonly message: string }>) =>
@@ -45,4 +47,16 @@ describe("Settings", () => {
     assert.strictEqual(failure(Settings.withConfiguration(Settings.defaults, "api-rps=lots")).parameter, "--api-rps")
     assert.strictEqual(failure(Settings.withConfiguration(Settings.defaults, "pool-size=0")).parameter, "--pool-size")
   })
+})
+
+describe("lab --help", () => {
+  it("lists the choices of --policies, as of --policy and --auth", () => {
+    const help = execFileSync(
+      process.execPath,
+      ["--conditions=@resilience/source", join(import.meta.dirname, "..", "src", "bin", "lab.ts"), "compare", "--help"],
+      { encoding: "utf8" }
+    )
+    const line = help.split("\n").find((text) => text.trimStart().startsWith("--policies"))
+    assert.include(line, `choices: ${Settings.policies.join(", ")}`)
+  }, 60_000)
 })
