@@ -12,7 +12,14 @@ import { request } from "./TestServer.ts"
 
 /** A database session for the deriver and the checker (a small in-process pool). */
 export const session = (url: string) =>
-  DbSession.layer({ url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 4, driver: "pg" })
+  DbSession.layer({
+    url,
+    connectTimeout: "2 seconds",
+    poolClass: "queue",
+    poolSize: 4,
+    driver: "pg",
+    applicationName: "deriver-test"
+  })
 
 /** `POST …/sessions/{session}/messages` with one message, recorded in `history`. */
 export const post = (
