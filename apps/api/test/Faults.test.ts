@@ -6,13 +6,12 @@
  * fault: every acknowledged message stored and folded once, a refused one nowhere.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ApiClient } from "@resilience/api-client"
 import { History } from "@resilience/checker"
 import { TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect, Fiber, Layer, Random } from "effect"
 import { FetchHttpClient } from "effect/http"
 import pg from "pg"
-import { deriveAndCheck, deriver, post as recorded, send, session, verdict } from "./Checked.ts"
+import { deriveAndCheck, deriver, post as recorded, retryingClient, send, session, verdict } from "./Checked.ts"
 import { createWorkspace, request, start } from "./TestServer.ts"
 
 /** Sets the suite database's default for new sessions, from a session that opts out of read-only first. */
@@ -116,12 +115,7 @@ describe("apps/api under database faults", () => {
           }))
           const details = () => [...new Set(history.operations.map((o) => `${o.outcome}:${o.detail}`))].join(", ")
           const result = yield* Effect.gen(function*() {
-            const client = yield* ApiClient.make({
-              baseUrl: api.baseUrl,
-              maxAttempts: 30,
-              maxDelay: "5 seconds",
-              budget: { maxTokens: 1_000, ratio: 1 }
-            }).pipe(Effect.orDie)
+            const client = yield* retryingClient(api)
             yield* deriver(schema)
             const killing = yield* Effect.forkChild(kills)
             yield* Effect.forEach(Array.from({ length: 8 }, (_, c) => c), (c) =>
