@@ -59,7 +59,7 @@ export const defaults = {
   strict: false,
   peers: 4,
   sessions: 4,
-  deadlineSeconds: 240
+  deadlineSeconds: 420
 } as const
 
 /** A finished scenario. */
@@ -238,7 +238,7 @@ export const run = (options: {
     log(`traffic stopped: ${history.operations.operations.length} writes`)
     const drainStarted = yield* Clock.currentTimeMillis
     const verdict = yield* Effect.gen(function*() {
-      const backlog = yield* Checker.settle(schema, history.operations, "60 seconds")
+      const backlog = yield* Checker.settle(schema, history.operations, "180 seconds")
       const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
       log(
         backlog === 0
