@@ -68,7 +68,7 @@ const run = (pool: "null" | "queue", overload: boolean, saturationSeconds: numbe
     // The bench's own connections, opened before the saturation and kept (an in-process pool keeps them).
     const admin = yield* Layer.build(DbSession.layer({
       url: cluster.url,
-      connectTimeout: "5 seconds",
+      connectTimeout: "30 seconds", // a loaded machine starts its backends slowly; the bench's own are not measured
       poolClass: "queue",
       poolSize: 2,
       driver: "pg",
@@ -108,7 +108,11 @@ const run = (pool: "null" | "queue", overload: boolean, saturationSeconds: numbe
     // (Saturation 0: no outage, the reference drain of the same backlog by an idle deriver.)
     const saturation = saturationSeconds === 0 ? undefined : yield* Effect.andThen(
       sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [application]),
-      Saturation.hold(cluster.url, { applicationName: "saturator", patience: "1 second" }).pipe(Effect.orDie)
+      Saturation.hold(cluster.url, {
+        applicationName: "saturator",
+        patience: "1 second",
+        connectTimeout: "30 seconds"
+      }).pipe(Effect.orDie)
     )
     const attemptsBefore = yield* proxy.attempts
     const saturatedAt = now()
