@@ -9,8 +9,7 @@
  * the bench measures the time from the release to the first item processed and to all 200, the connection
  * attempts during the saturation, and the items errored. Saturation 0 is the reference: the same backlog
  * posted to an idle deriver, whose drain (all − first) is the drain at handler speed on this machine. Every run
- * has its own server and they all run at once (they wait out their outages side by side; the backlogs drain
- * at different times).
+ * has its own server; `BENCH_CONCURRENCY` (6) run at once, the longest outages first.
  *
  *   npm run bench:recovery                                   # 0, 30, 120 and 300 s (about 10 minutes)
  *   BENCH_SATURATIONS=30 npm run bench:recovery -w @resilience/deriver-app
@@ -32,6 +31,8 @@ const pools = list("BENCH_POOLS", "null,queue") as ReadonlyArray<"null" | "queue
 const overloads = list("BENCH_OVERLOAD", "true,false").map((value) => value === "true")
 const units = Number(process.env.BENCH_UNITS ?? 200)
 const workers = Number(process.env.BENCH_WORKERS ?? 8)
+/** Runs at once (each a server and a deriver process). */
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 6)
 /** How long after the release the bench waits for the backlog before it gives up on a run. */
 const drainLimitSeconds = 300
 const capSeconds = 30
@@ -174,20 +175,31 @@ const program = Effect.gen(function*() {
     `recovery bench: ${units} single-item units, deriver app with ${workers} workers at the production defaults ` +
       `(base 1 s, max ${capSeconds} s, jitter 0.5); saturations ${saturations.join(", ")} s; load ${load()}`
   )
-  // Every run at once, each on its own server: they wait out their outages side by side, and the backlogs
-  // drain at different times (after 0, 30, 120 and 300 s), four at a time.
-  const runs = saturations.flatMap((saturationSeconds) =>
+  // Runs side by side, each on its own server, at most `concurrency` at once, the longest outages first: they
+  // wait out their outages together, and the backlogs drain at different times. A run that fails (a loaded
+  // machine's server that does not start) is reported as failed; the others go on.
+  const runs = [...saturations].sort((a, b) => b - a).flatMap((saturationSeconds) =>
     pools.flatMap((pool) => overloads.map((overload) => ({ pool, overload, saturationSeconds })))
   )
-  const results = yield* Effect.forEach(
+  const outcomes = yield* Effect.forEach(
     runs,
     ({ overload, pool, saturationSeconds }) =>
-      Effect.tap(
-        run(pool, overload, saturationSeconds),
-        () => Effect.sync(() => console.log(`${label(pool, overload, saturationSeconds)} done; load ${load()}`))
+      run(pool, overload, saturationSeconds).pipe(
+        Effect.tap(() =>
+          Effect.sync(() => console.log(`${label(pool, overload, saturationSeconds)} done; load ${load()}`))
+        ),
+        Effect.catchCause((cause) =>
+          Effect.sync(() => {
+            console.log(`${label(pool, overload, saturationSeconds)} failed: ${String(cause).slice(0, 300)}`)
+            return undefined
+          })
+        )
       ),
-    { concurrency: "unbounded" }
+    { concurrency }
   )
+  const results = outcomes
+    .filter((r): r is Figures => r !== undefined)
+    .sort((a, b) => a.saturationSeconds - b.saturationSeconds || a.pool.localeCompare(b.pool))
   console.log(`\nload average at the end: ${load()}\n`)
   console.log(
     `| DB_POOL_CLASS | DERIVER_OVERLOAD_ENABLED | saturation | attempts during it (per ${capSeconds} s) | first item ` +
