@@ -77,7 +77,8 @@ api_port=$(free_port)
 metrics_port=$(free_port)
 
 # Runs the image's entrypoint as uid 1000 with node as PID 1 of a new PID namespace (in the image's filesystem
-# when there is one); it execs, so call it in a subshell or in the background. The environment is the apps' contract, as a ConfigMap and a Secret would give it.
+# when there is one); it execs, so call it in a subshell or in the background. `--kill-child`: if unshare is
+# killed (the cleanup after a failure), node goes with it. The environment is the apps' contract, as a ConfigMap and a Secret would give it.
 run() {
   local command=$1
   local -a env=(
@@ -88,10 +89,10 @@ run() {
     DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS=2 "${@:2}"
   )
   if [ "$fs" = / ]; then
-    exec unshare --pid --fork --mount-proc setpriv --reuid=1000 --regid=1000 --clear-groups \
+    exec unshare --pid --fork --kill-child --mount-proc setpriv --reuid=1000 --regid=1000 --clear-groups \
       "${env[@]}" PATH="$(dirname "$(command -v node)"):/usr/bin:/bin" "$app/entrypoint.sh" "$command"
   else
-    exec unshare --pid --fork --mount --mount-proc="$fs/proc" chroot --userspec=1000:1000 "$fs" \
+    exec unshare --pid --fork --kill-child --mount --mount-proc="$fs/proc" chroot --userspec=1000:1000 "$fs" \
       "${env[@]}" "$app/entrypoint.sh" "$command"
   fi
 }
