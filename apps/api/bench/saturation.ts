@@ -11,19 +11,26 @@
  *  3. Recovery: load running, saturate for 5 s, release; time from the release until the gate serves 2xx again,
  *     vs 2 × the open window.
  *
+ * `outage` mode (`npm run bench:outage -w @resilience/api-app`): one instance, `BENCH_OUTAGE_CLIENTS` (20) clients
+ * on the data route, the database saturated `BENCH_OUTAGE_SECONDS` (120), then released and watched
+ * `BENCH_AFTER_SECONDS` (60) more: connection attempts in the last 60 s of the outage (target ≤ 4) and the time
+ * from the release to the first 2xx (target ≤ 1.5 × `API_ADMISSION_OPEN_MAX_MILLIS`), with the defaults and with
+ * the cap set to the first window (`API_ADMISSION_OPEN_MAX_MILLIS=1000`: the constant window before the backoff).
+ *
  * Loopback only; every phase is bounded in time and in request count. Prints progress and a summary.
  *
  *   npm run bench -w @resilience/api-app
+ *   npm run bench:outage -w @resilience/api-app
  *   BENCH_CLIENTS=200 BENCH_SATURATED_SECONDS=20 BENCH_SECONDS=10 npm run bench -w @resilience/api-app
  *   BENCH_TRACE=1 …   # also prints the gate's metrics every second after the release
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Settings as Admission } from "@resilience/admission"
+import { Breaker, Circuit, Settings as Admission } from "@resilience/admission"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
-import { Effect, Logger, References } from "effect"
-import { FetchHttpClient } from "effect/http"
+import { Effect, Logger, References, type Scope } from "effect"
+import { FetchHttpClient, type HttpClient } from "effect/http"
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const healthzClients = Number(process.env.BENCH_HEALTHZ_CLIENTS ?? 10)
@@ -39,6 +46,8 @@ interface Sample {
   readonly at: number
   readonly status: number
   readonly millis: number
+  /** `Retry-After` of a 503, in seconds. */
+  readonly retryAfter?: number | undefined
 }
 
 interface Run {
@@ -92,7 +101,13 @@ const load = (
       // A failed fetch can reject without a macrotask; yield so timers (the deadline, the progress) still run.
       if (response === undefined) await sleep(10)
       const now = performance.now()
-      samples.push({ at: now - startedAt, status: response?.status ?? 0, millis: now - t0 })
+      const retryAfter = response?.headers.get("retry-after")
+      samples.push({
+        at: now - startedAt,
+        status: response?.status ?? 0,
+        millis: now - t0,
+        retryAfter: retryAfter === null || retryAfter === undefined ? undefined : Number(retryAfter)
+      })
     }
   }
   return Promise.all(Array.from({ length: concurrency }, client)).then(() => {
@@ -102,6 +117,8 @@ const load = (
 }
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
+
+const fixed = (n: number, digits = 1) => Number.isFinite(n) ? n.toFixed(digits) : "-"
 
 /** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
 const waiting = { maxTokens: 1_000_000, ratio: 1 }
@@ -286,8 +303,6 @@ const program = Effect.gen(function*() {
     }
   })
 
-  const fixed = (n: number, digits = 1) => Number.isFinite(n) ? n.toFixed(digits) : "-"
-  const windowMin = (1 - defaults.openJitterRatio) * defaults.openMillis
   const windowMax = (1 + defaults.openJitterRatio) * defaults.openMillis
   console.log("\nsummary (GET /v1/workspaces/{workspace}/queue = token check + one query on one checkout)")
   console.log("\nhealthy database, same clients:")
@@ -321,11 +336,11 @@ const program = Effect.gen(function*() {
     )
   }
   console.log(
-    `bound the gate's settings imply, per instance, while the database stays unavailable: one probe per open window, at most 1 / ${windowMin} ms = ${
-      fixed(1000 / windowMin)
-    }/s (about ${
-      fixed(1000 / defaults.openMillis)
-    }/s on average), plus once per trip the requests already admitted (at most the limit, ${defaults.maxConcurrency}; here at most the ${clients} clients)`
+    `bound the gate's settings imply, per instance, while the database stays unavailable: one probe per open window, the windows ${
+      Breaker.nominalWindows(Circuit.policy(defaults), 7).join(", ")
+    } ms (each ×[${1 - defaults.openJitterRatio}, ${
+      1 + defaults.openJitterRatio
+    }]), plus once per trip the requests already admitted (at most the limit, ${defaults.maxConcurrency}; here at most the ${clients} clients)`
   )
   console.log(`gate metrics after the saturated run: ${saturated[0]!.metrics.join("; ")}`)
 
@@ -335,14 +350,122 @@ const program = Effect.gen(function*() {
       fixed(recovery.first2xxMillis, 0)
     } ms after it, last non-2xx ${fixed(recovery.last503Millis, 0)} ms after it; statuses after: ${
       JSON.stringify(recovery.after)
-    }; target: within 2 × the open window = ${2 * defaults.openMillis} ms nominal (${
-      2 * windowMax
-    } ms at the longest draw)`
+    }; target: within the window the 5 s outage reached (1 → 2 → 4 s nominal: ${4 * windowMax} ms at the longest draw)`
   )
   console.log(`gate metrics at the end: ${recovery.metrics.join("; ")}`)
 })
 
-program.pipe(
+const outageClients = Number(process.env.BENCH_OUTAGE_CLIENTS ?? 20)
+const outageSeconds = Number(process.env.BENCH_OUTAGE_SECONDS ?? 120)
+const afterSeconds = Number(process.env.BENCH_AFTER_SECONDS ?? 60)
+
+/**
+ * One instance through its own counting proxy: healthy 3 s, saturated `outageSeconds`, released, `afterSeconds`
+ * more; the attempts per second at the proxy and every response.
+ */
+const outageRun = (name: string, cluster: Cluster.Cluster, env: Record<string, string>, adminWorkspace: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
+    const { baseUrl, client } = yield* startApi(proxy.url(cluster.url), env)
+    const { token } = yield* Effect.orDie(client.createWorkspace({ adminToken, name: adminWorkspace }))
+    const url = `${baseUrl}/v1/workspaces/${adminWorkspace}/queue`
+    console.log(`${name}: ${outageClients} clients, healthy 3 s, saturated ${outageSeconds} s, then ${afterSeconds} s`)
+    const startedAt = performance.now()
+    const marks: { saturated?: number; releasing?: number; released?: number } = {}
+    let stop: () => void = () => undefined
+    const until = new Promise<void>((resolve) => (stop = resolve))
+    let running = true
+    const driver = Effect.scoped(Effect.gen(function*() {
+      yield* Effect.promise(() => sleep(3000))
+      const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+      marks.saturated = performance.now() - startedAt
+      console.log(`  [${name}] holding ${saturation.held} connections`)
+      yield* Effect.promise(() => sleep(outageSeconds * 1000))
+      marks.releasing = performance.now() - startedAt
+      yield* Effect.orDie(saturation.release)
+      marks.released = performance.now() - startedAt
+      console.log(`  [${name}] released (${fixed(marks.released - marks.releasing, 0)} ms until the backends exited)`)
+      yield* Effect.promise(() => sleep(afterSeconds * 1000))
+    })).pipe(Effect.ensuring(Effect.sync(() => {
+      running = false
+      stop()
+    })))
+    const [run, , series] = yield* Effect.all([
+      Effect.promise(() => load(name, url, token, outageClients, until, startedAt)),
+      driver,
+      attemptsPerSecond(proxy, () => running)
+    ], { concurrency: "unbounded" })
+    const second = (ms: number) => Math.floor(ms / 1000)
+    const sum = (from: number, to: number) => series.slice(from, to).reduce((a, b) => a + b, 0)
+    const saturatedAt = second(marks.saturated!)
+    const releasingAt = second(marks.releasing!)
+    const lastMinute = run.samples.filter((s) => s.at >= marks.releasing! - 60_000 && s.at < marks.releasing!)
+    const afterRelease = run.samples.filter((s) => s.at >= marks.released!)
+    const first2xx = afterRelease.find((s) => s.status >= 200 && s.status < 300)
+    const retryAfters = lastMinute.flatMap((s) => s.retryAfter === undefined ? [] : [s.retryAfter])
+    return {
+      name,
+      attemptsDuringOutage: sum(saturatedAt + 1, releasingAt),
+      attemptsLastMinute: sum(releasingAt - 60, releasingAt),
+      perSecondLastMinute: series.slice(releasingAt - 60, releasingAt),
+      first2xxAfterReleaseMillis: first2xx === undefined ? Number.NaN : first2xx.at - marks.released!,
+      first2xxAfterReleaseStartMillis: first2xx === undefined ? Number.NaN : first2xx.at - marks.releasing!,
+      responsesLastMinute: statuses(lastMinute),
+      retryAfterLastMinute: retryAfters.length === 0
+        ? "-"
+        : `${Math.min(...retryAfters)}–${Math.max(...retryAfters)} s (median ${percentile(retryAfters, 50)})`,
+      after: statuses(afterRelease),
+      metrics: yield* admissionMetrics(baseUrl)
+    }
+  }))
+
+const outageProgram = Effect.gen(function*() {
+  console.log(
+    `outage bench: one API instance, ${outageClients} clients on GET …/queue (not honouring Retry-After), database saturated ${outageSeconds} s`
+  )
+  const cluster = yield* Cluster.start({ maxConnections: 40 })
+  const capped = { API_ADMISSION_OPEN_MAX_MILLIS: String(defaults.openMillis) }
+  const runs = [
+    yield* outageRun(
+      `defaults (open window ${defaults.openMillis} ms → ×2 → cap ${defaults.openMaxMillis} ms)`,
+      cluster,
+      {},
+      "bench"
+    ),
+    yield* outageRun(
+      `constant window (API_ADMISSION_OPEN_MAX_MILLIS=${defaults.openMillis}, as before)`,
+      cluster,
+      capped,
+      "bench2"
+    )
+  ]
+  const bound = (1 + defaults.openJitterRatio) * defaults.openMaxMillis
+  console.log(`\nsummary: ${outageClients} clients, saturated ${outageSeconds} s, one instance`)
+  console.log(
+    "| gate | attempts during the outage | attempts in its last 60 s | per second (last 60 s) | responses in the last 60 s | Retry-After in the last 60 s | first 2xx after the release (after the backends exited) |"
+  )
+  console.log("|---|---|---|---|---|---|---|")
+  for (const r of runs) {
+    console.log(
+      `| ${r.name} | ${r.attemptsDuringOutage} | ${r.attemptsLastMinute} | ${r.perSecondLastMinute.join(" ")} | ${
+        JSON.stringify(r.responsesLastMinute)
+      } | ${r.retryAfterLastMinute} | ${fixed(r.first2xxAfterReleaseStartMillis / 1000)} s (${
+        fixed(r.first2xxAfterReleaseMillis / 1000)
+      } s) |`
+    )
+  }
+  console.log(
+    `targets: ≤ 4 attempts in the last 60 s; first 2xx within 1.5 × the cap = ${fixed(bound / 1000)} s of the release`
+  )
+  for (const r of runs) console.log(`${r.name}: gate metrics at the end: ${r.metrics.join("; ")}`)
+})
+
+const mode = process.argv[2] ?? process.env.BENCH_MODE ?? "all"
+const main: Effect.Effect<void, unknown, Scope.Scope | HttpClient.HttpClient> = mode === "outage"
+  ? outageProgram
+  : program
+
+main.pipe(
   Effect.scoped,
   Effect.provide(FetchHttpClient.layer),
   Effect.provide(Logger.layer([Logger.consoleJson])),

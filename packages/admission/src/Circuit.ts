@@ -1,15 +1,14 @@
 /**
- * The short circuit after unavailability, on Effect's `CircuitBreaker` (`effect/persistence`, in-memory
- * store, one key): when at least half of the last `2 × tripFailures` outcomes (and at least `tripFailures`) were
- * unavailable it opens for a jittered window, during
- * which every request is shed; then the next request is the one probe (others are shed while it runs); an
- * answer closes the circuit, another unavailability opens a new window.
+ * The circuit of the admission gate: {@link Breaker}'s pure state machine, driven by Effect's `Clock` and
+ * `Random`. When `tripFailures` of the last `2 × tripFailures` outcomes were unavailable it opens for a jittered
+ * window, during which every request is shed; then the next request is the one probe (others are shed while it
+ * runs); an answer closes the circuit, another unavailability opens the next window, twice as long up to
+ * `openMaxMillis`, so a long outage costs one probe per capped window.
  *
  * @since 0.1.0
  */
-import { Jitter } from "@resilience/jitter"
-import { Duration, Effect, Metric, Schedule, type Scope, Stream } from "effect"
-import { CircuitBreaker } from "effect/persistence"
+import { Clock, Effect, Metric, Random } from "effect"
+import * as Breaker from "./Breaker.ts"
 import * as Metrics from "./Metrics.ts"
 import * as Outcome from "./Outcome.ts"
 import type * as Settings from "./Settings.ts"
@@ -24,109 +23,92 @@ export interface Circuit {
   /** Runs `effect` if the circuit lets it through, and records what its exit says about the database. */
   readonly execute: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Shed.Shed, R>
   /** The state now. An open circuit past its window reads `Open` until the next request becomes the probe. */
-  readonly state: Effect.Effect<"Closed" | "HalfOpen" | "Open">
+  readonly state: Effect.Effect<Breaker.Phase>
 }
 
 /**
- * The open windows: every opening lasts `openMillis` with ratio jitter (`@resilience/jitter`), drawn from
- * Effect's `Random`, so instances that saw the same outage do not probe in step.
+ * The breaker policy of the settings: trip on `tripFailures`; windows `openMillis` × 2 per failed probe, capped at
+ * `openMaxMillis`, jittered by `openJitterRatio`.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const openWindows = (settings: Settings.Settings): Schedule.Schedule<Duration.Duration> =>
-  Schedule.fromStep(Effect.succeed(() =>
-    Effect.map(
-      Jitter.jitter(Duration.millis(settings.openMillis), settings.openJitterRatio),
-      (window) => [window, window] as [Duration.Duration, Duration.Duration]
-    )
-  ))
-
-const key = "database"
-
-const toBreakerOutcome = (outcome: Outcome.Outcome): CircuitBreaker.Outcome => {
-  switch (outcome) {
-    case "Unavailable":
-      return CircuitBreaker.failure()
-    case "Ignored":
-      return CircuitBreaker.ignored
-    case "Answered":
-    case "Overloaded":
-      return CircuitBreaker.success
+export const policy = (settings: Settings.Settings): Breaker.Policy => ({
+  tripFailures: settings.tripFailures,
+  windows: {
+    baseMillis: settings.openMillis,
+    multiplier: 2,
+    maxMillis: Math.max(settings.openMillis, settings.openMaxMillis),
+    enabled: true,
+    ratio: settings.openJitterRatio
   }
-}
+})
 
-const shedReason = (error: CircuitBreaker.CircuitBreakerError): Shed.Reason | undefined => {
-  switch (error.reason._tag) {
-    case "CircuitOpen":
-      return "CircuitOpen"
-    case "CircuitHalfOpen":
-      return "ProbeInFlight"
-    default:
-      return undefined
-  }
-}
-
-const recordTransition = (transition: CircuitBreaker.Transition) =>
+const recordTransition = (from: Breaker.State, to: Breaker.State, now: number) =>
   Effect.gen(function*() {
-    yield* Metric.update(Metrics.circuitState, Metrics.circuitStateValue(transition.to))
-    yield* Metric.update(
-      Metric.withAttributes(Metrics.circuitTransitions, { from: transition.from, to: transition.to }),
-      1
-    )
-    if (transition.to === "Open" && transition.from === "Closed") {
-      yield* Effect.logWarning("database unavailable: admission circuit open, shedding requests").pipe(
-        Effect.annotateLogs({ "admission.open_millis": Duration.toMillis(transition.retryAfter) })
+    if (from.phase === to.phase) return
+    yield* Metric.update(Metrics.circuitState, Metrics.circuitStateValue(to.phase))
+    yield* Metric.update(Metric.withAttributes(Metrics.circuitTransitions, { from: from.phase, to: to.phase }), 1)
+    if (to.phase === "Open") {
+      const openMillis = to.openUntil - now
+      yield* Metric.update(Metrics.openWindow, openMillis / 1000)
+      const log = from.phase === "Closed"
+        ? Effect.logWarning("database unavailable: admission circuit open, shedding requests")
+        : Effect.logDebug("probe failed: admission circuit open again, for a longer window")
+      yield* log.pipe(
+        Effect.annotateLogs({
+          "admission.open_millis": Math.round(openMillis),
+          "admission.failed_probes": to.failedProbes
+        })
       )
-    } else if (transition.to === "Closed") {
+    } else if (to.phase === "Closed") {
+      yield* Metric.update(Metrics.openWindow, 0)
       yield* Effect.logInfo("database answered the probe: admission circuit closed")
     }
   })
 
 /**
- * Builds the circuit; its transitions update {@link Metrics.circuitState} and are logged (WARN when it opens
- * from closed, INFO when it closes) for as long as the scope lives.
+ * Builds the circuit; its transitions update {@link Metrics.circuitState} and {@link Metrics.openWindow} and are
+ * logged (WARN when it opens from closed, INFO when it closes).
  *
  * @since 0.1.0
  */
-export const make = (settings: Settings.Settings): Effect.Effect<Circuit, never, Scope.Scope> =>
+export const make = (settings: Settings.Settings): Effect.Effect<Circuit> =>
   Effect.gen(function*() {
-    const breaker = yield* CircuitBreaker.make({
-      tripPolicy: CircuitBreaker.rate({
-        threshold: 0.5,
-        size: 2 * settings.tripFailures,
-        minimumCalls: settings.tripFailures
-      }),
-      openDuration: openWindows(settings)
-    }).pipe(Effect.provide(CircuitBreaker.layerStoreMemory()))
+    const rules = policy(settings)
+    let state = Breaker.initial(rules)
     yield* Metric.update(Metrics.circuitState, 0)
-    yield* breaker.transitions.pipe(
-      Stream.runForEach(recordTransition),
-      Effect.forkScoped({ startImmediately: true })
-    )
+    yield* Metric.update(Metrics.openWindow, 0)
+
+    const commit = (next: Breaker.State, now: number) =>
+      Effect.suspend(() => {
+        const from = state
+        state = next
+        return recordTransition(from, next, now)
+      })
+
+    const settle = (outcome: Breaker.Outcome, probe: boolean) =>
+      Effect.gen(function*() {
+        const u = outcome === "Unavailable" && rules.windows.ratio > 0 ? yield* Random.next : 0
+        const now = yield* Clock.currentTimeMillis
+        yield* commit(Breaker.settle(state, rules, outcome, probe, now, u), now)
+      })
 
     const execute = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Shed.Shed, R> =>
-      breaker.execute(effect, {
-        key,
-        classify: (exit) => toBreakerOutcome(Outcome.ofExit(exit))
-      }).pipe(
-        Effect.catchIf(
-          (error): error is CircuitBreaker.CircuitBreakerError => error instanceof CircuitBreaker.CircuitBreakerError,
-          (error) => {
-            const reason = shedReason(error)
-            // The in-memory store never fails; a store error would be a defect of this package.
-            if (reason === undefined) return Effect.die(error)
-            return Effect.fail(
-              error.reason._tag === "CircuitOpen"
-                ? new Shed.Shed({ reason, retryAfterMillis: Duration.toMillis(error.reason.retryAfter) })
-                : new Shed.Shed({ reason })
-            )
+      Effect.uninterruptibleMask((restore) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const [decision, entered] = Breaker.enter(state, now)
+          if (decision === "shed") {
+            return yield* (state.phase === "Open"
+              ? new Shed.Shed({ reason: "CircuitOpen", retryAfterMillis: Breaker.retryAfterMillis(state, now) })
+              : new Shed.Shed({ reason: "ProbeInFlight" }))
           }
-        )
-      ) as Effect.Effect<A, E | Shed.Shed, R>
+          yield* commit(entered, now)
+          const exit = yield* Effect.exit(restore(effect))
+          yield* settle(Outcome.toBreaker(Outcome.ofExit(exit)), decision === "probe")
+          return yield* exit
+        })
+      )
 
-    const state = breaker.state(key).pipe(
-      Effect.map((state) => state._tag),
-      Effect.orElseSucceed(() => "Closed" as const)
-    )
-    return { execute, state } satisfies Circuit
+    return { execute, state: Effect.sync(() => state.phase) } satisfies Circuit
   })

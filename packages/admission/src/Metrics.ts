@@ -78,3 +78,13 @@ export const circuitTransitions = counter(
   "admission_circuit_transitions_total",
   "Admission circuit transitions, by from and to state"
 )
+
+/**
+ * The length of the current open window, in seconds (0 while closed): 1 → 2 → 4 → … → the cap across
+ * consecutive failed probes, jittered.
+ *
+ * @since 0.2.0
+ */
+export const openWindow = Metric.gauge("admission_circuit_open_seconds", {
+  description: "Length of the admission circuit's current open window, in seconds (0 while closed)"
+})

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { InvalidParameter, Parameters } from "@resilience/jitter"
-import { Config, Effect, Schema } from "effect"
+import { Config, Effect, Option, Schema } from "effect"
 
 /**
  * Validated settings, in plain numbers.
@@ -24,15 +24,19 @@ export interface Settings {
   readonly queueTimeoutMillis: number
   /** An admitted request that takes longer than this counts as overload (the limit decreases); 0 disables. */
   readonly slowMillis: number
-  /** Consecutive unavailable outcomes that open the circuit. */
   /**
    * The circuit opens when, among the last `2 × tripFailures` recorded outcomes (at least `tripFailures` of
    * them), at least half were unavailable: a saturated database opens it after `tripFailures` requests, a few
    * scattered timeouts in a busy but working one do not.
    */
   readonly tripFailures: number
-  /** Nominal length of an open window, in milliseconds. */
+  /** Nominal length of the first open window, in milliseconds; each failed probe doubles it, up to `openMaxMillis`. */
   readonly openMillis: number
+  /**
+   * The cap of the open window, in milliseconds: consecutive failed probes lengthen the window 1 → 2 → 4 → … ×
+   * `openMillis` up to this (jittered like every window); an answered probe returns it to `openMillis`.
+   */
+  readonly openMaxMillis: number
   /** Each open window is uniform in [(1 − r)·openMillis, (1 + r)·openMillis]. */
   readonly openJitterRatio: number
   /** Multiplicative decrease of the limit on each unavailable or overloaded outcome, in (0, 1). */
@@ -51,9 +55,9 @@ export type Options = Partial<Settings>
  * the limit starts at 256 (above the concurrency one instance's event loop sustains, so on a healthy database
  * it never binds) and may fall to 1; a request waits at most 50 ms for a permit; an admitted request slower
  * than 10 s is overload (a pooler queueing clients; not the API's own event loop under a burst, whose latency
- * reaches seconds on a small machine); 5 unavailable outcomes among the last 10 (and at least
- * half of them) open the circuit for
- * 0.5–1.5 s (`Retry-After` is 1 s by default); each unavailable or overloaded outcome cuts the limit by 10 %.
+ * reaches seconds on a small machine); 5 unavailable outcomes among the last 10 open the circuit for 1 s, then
+ * 2, 4, 8, 16 and at most 30 s (the spec's cap of the deriver's poll backoff) while probes keep failing, each
+ * window jittered by ±50 %; each unavailable or overloaded outcome cuts the limit by 10 %.
  *
  * @since 0.1.0
  */
@@ -65,6 +69,7 @@ export const defaults: Settings = {
   slowMillis: 10_000,
   tripFailures: 5,
   openMillis: 1_000,
+  openMaxMillis: 30_000,
   openJitterRatio: 0.5,
   decreaseRatio: 0.9
 }
@@ -73,6 +78,8 @@ export const defaults: Settings = {
 const maxAllowedConcurrency = 100_000
 /** Largest duration accepted, in milliseconds (one minute: this is a gate, not a queue). */
 const maxAllowedMillis = 60_000
+/** Largest open-window cap accepted, in milliseconds (ten minutes). */
+const maxAllowedOpenMillis = 600_000
 
 const integerIn = (minimum: number, maximum: number) => Schema.Int.check(Schema.isBetween({ minimum, maximum }))
 
@@ -83,6 +90,10 @@ const rules = {
   slowMillis: [integerIn(0, maxAllowedMillis), `an integer in [0, ${maxAllowedMillis}] (0 disables)`],
   tripFailures: [integerIn(1, 1_000), "an integer in [1, 1000]"],
   openMillis: [integerIn(1, maxAllowedMillis), `an integer in [1, ${maxAllowedMillis}]`],
+  openMaxMillis: [
+    integerIn(1, maxAllowedOpenMillis),
+    `an integer in [1, ${maxAllowedOpenMillis}], at least the open window`
+  ],
   openJitterRatio: [Parameters.Ratio, "a number in [0, 1]"],
   decreaseRatio: [
     Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThan(1)),
@@ -94,14 +105,25 @@ const checks = Object.entries(rules).map(([name, [schema, allowed]]) =>
   [name as keyof typeof rules, Parameters.check(schema as Schema.Schema<number>, allowed)] as const
 )
 
-/** `min` ≤ `max`, reported under the names the caller uses (options or environment variables). */
-const ordered = (settings: Settings, minName: string, maxName: string) =>
+/**
+ * `minConcurrency` ≤ `maxConcurrency` and `openMillis` ≤ `openMaxMillis`, reported under the names the caller uses
+ * (options or environment variables).
+ */
+const ordered = (settings: Settings, names: Record<"min" | "max" | "open" | "openMax", string>) =>
   settings.minConcurrency > settings.maxConcurrency
     ? Effect.fail(
       new InvalidParameter.InvalidParameter({
-        parameter: minName,
+        parameter: names.min,
         value: settings.minConcurrency,
-        allowed: `an integer in [1, ${maxName} = ${settings.maxConcurrency}]`
+        allowed: `an integer in [1, ${names.max} = ${settings.maxConcurrency}]`
+      })
+    )
+    : settings.openMaxMillis < settings.openMillis
+    ? Effect.fail(
+      new InvalidParameter.InvalidParameter({
+        parameter: names.openMax,
+        value: settings.openMaxMillis,
+        allowed: `an integer in [${names.open} = ${settings.openMillis}, ${maxAllowedOpenMillis}]`
       })
     )
     : Effect.succeed(settings)
@@ -114,9 +136,19 @@ const ordered = (settings: Settings, minName: string, maxName: string) =>
  */
 export const make = (options: Options = {}): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
   Effect.gen(function*() {
-    const settings: Settings = { ...defaults, ...options }
+    const settings: Settings = {
+      ...defaults,
+      ...options,
+      openMaxMillis: options.openMaxMillis ??
+        Math.max(defaults.openMaxMillis, options.openMillis ?? defaults.openMillis)
+    }
     for (const [name, check] of checks) yield* check(settings[name], name)
-    return yield* ordered(settings, "minConcurrency", "maxConcurrency")
+    return yield* ordered(settings, {
+      min: "minConcurrency",
+      max: "maxConcurrency",
+      open: "openMillis",
+      openMax: "openMaxMillis"
+    })
   })
 
 /**
@@ -132,6 +164,7 @@ export const variables = {
   slowMillis: "API_ADMISSION_SLOW_MILLIS",
   tripFailures: "API_ADMISSION_TRIP_FAILURES",
   openMillis: "API_ADMISSION_OPEN_MILLIS",
+  openMaxMillis: "API_ADMISSION_OPEN_MAX_MILLIS",
   openJitterRatio: "API_ADMISSION_OPEN_JITTER_RATIO"
 } as const
 
@@ -139,9 +172,10 @@ const fromEnv = <K extends keyof typeof rules & keyof typeof variables>(key: K) 
   Config.schema(rules[key][0], variables[key]).pipe(Config.withDefault(defaults[key]))
 
 /**
- * The settings from the environment (see {@link variables}; unset means the default). A value outside its
- * range, or `API_ADMISSION_MIN_CONCURRENCY` above `API_ADMISSION_MAX_CONCURRENCY`, is a `ConfigError` that names
- * the variable.
+ * The settings from the environment (see {@link variables}; unset means the default; the open window's cap
+ * defaults to 30 s or the open window, whichever is longer). A value outside its
+ * range, `API_ADMISSION_MIN_CONCURRENCY` above `API_ADMISSION_MAX_CONCURRENCY`, or `API_ADMISSION_OPEN_MAX_MILLIS`
+ * below `API_ADMISSION_OPEN_MILLIS`, is a `ConfigError` that names the variable.
  *
  * @since 0.1.0
  */
@@ -153,9 +187,19 @@ export const config: Config.Config<Settings> = Config.all({
   slowMillis: fromEnv("slowMillis"),
   tripFailures: fromEnv("tripFailures"),
   openMillis: fromEnv("openMillis"),
+  openMaxMillis: Config.schema(rules.openMaxMillis[0], variables.openMaxMillis).pipe(Config.option),
   openJitterRatio: fromEnv("openJitterRatio")
 }).pipe(
-  InvalidParameter.validateConfig((settings) =>
-    ordered({ ...settings, decreaseRatio: defaults.decreaseRatio }, variables.minConcurrency, variables.maxConcurrency)
+  InvalidParameter.validateConfig(({ openMaxMillis, ...settings }) =>
+    ordered({
+      ...settings,
+      openMaxMillis: Option.getOrElse(openMaxMillis, () => Math.max(defaults.openMaxMillis, settings.openMillis)),
+      decreaseRatio: defaults.decreaseRatio
+    }, {
+      min: variables.minConcurrency,
+      max: variables.maxConcurrency,
+      open: variables.openMillis,
+      openMax: variables.openMaxMillis
+    })
   )
 )

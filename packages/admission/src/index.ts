@@ -28,7 +28,14 @@ export * as Settings from "./Settings.ts"
 export * as Limit from "./Limit.ts"
 
 /**
- * The circuit on Effect's `CircuitBreaker`, with jittered open windows.
+ * The circuit breaker as pure functions (trip on a failure rate, one probe, open windows backing off to a cap).
+ *
+ * @since 0.2.0
+ */
+export * as Breaker from "./Breaker.ts"
+
+/**
+ * The gate's circuit: {@link Breaker} on Effect's `Clock` and `Random`, with metrics and logs.
  *
  * @since 0.1.0
  */

@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
-import { Context, Effect, Exit, Layer, Random, type Scope } from "effect"
+import { Context, type Duration, Effect, Exit, Layer, Random, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as Gate from "../src/Gate.ts"
 import * as Readiness from "../src/Readiness.ts"
@@ -20,15 +20,21 @@ import * as Shed from "../src/Shed.ts"
 const saturate = (url: string) => Effect.orDie(TestClock.withLive(Saturation.hold(url)))
 
 /** A cluster behind a counting proxy, a session through the proxy, and a gate with `options`. */
-const setup = (options: Settings.Options, maxConnections = 8) =>
+const setup = (
+  options: Settings.Options,
+  maxConnections = 8,
+  pool: { readonly poolClass: "null" | "queue"; readonly poolSize: number; readonly connectTimeout: Duration.Input } = {
+    poolClass: "null",
+    poolSize: 1,
+    connectTimeout: "2 seconds"
+  }
+) =>
   Effect.gen(function*() {
     const cluster = yield* TestClock.withLive(Cluster.start({ maxConnections }))
     const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
     const context = yield* Layer.build(DbSession.layer({
       url: proxy.url(cluster.url),
-      connectTimeout: "2 seconds",
-      poolClass: "null",
-      poolSize: 1,
+      ...pool,
       driver: "pg",
       applicationName: "admission-test"
     }))
@@ -94,8 +100,9 @@ describe("Gate against real PostgreSQL (attempts counted at a proxy)", () => {
           assert.deepStrictEqual(yield* flood(proxy, 20, select), { counts: { CircuitOpen: 20 }, attempts: 0 })
         }))
 
-        // Released: the next window's probe answers and closes the circuit; one attempt per admitted request.
-        yield* TestClock.adjust(1_500)
+        // Released: the next window (twice the first after one failed probe: 2 s × [0.5, 1.5]) ends, and its probe
+        // answers and closes the circuit; one attempt per admitted request.
+        yield* TestClock.adjust(3_000)
         const probe = yield* flood(proxy, 20, select)
         assert.strictEqual(probe.attempts, 1, JSON.stringify(probe))
         assert.strictEqual(probe.counts.ok, 1)
@@ -164,6 +171,41 @@ describe("Gate against real PostgreSQL (attempts counted at a proxy)", () => {
           limits.push((yield* gate.snapshot).limit)
         }
         assert.strictEqual(limits[limits.length - 1], 16, `limit after each round: ${limits.join(", ")}`)
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
+  it.effect(
+    "a full in-process pool (POOL_EXHAUSTED) is local overload: the limit comes down, the circuit stays closed",
+    () =>
+      Effect.gen(function*() {
+        // DB_POOL_CLASS=queue with one connection and a 1 s wait: ten requests that each hold the connection
+        // for 3 s make nine wait in vain for the pool. The database is healthy throughout.
+        const { db, gate } = yield* setup({ tripFailures: 2, queueTimeoutMillis: 5_000 }, 8, {
+          poolClass: "queue",
+          poolSize: 1,
+          connectTimeout: "1 second"
+        })
+        const slow = gate.run(db.query("SELECT pg_sleep(3)"))
+        // The pool's wait is real time; its one connection is opened first (kept by the pool).
+        const exits = yield* TestClock.withLive(Effect.gen(function*() {
+          yield* db.query("SELECT 1")
+          return yield* Effect.all(Array.from({ length: 10 }, () => Effect.exit(slow)), { concurrency: 10 })
+        }))
+        const kinds = exits.map(kindOf)
+        const codes = exits.map((exit) =>
+          Exit.isFailure(exit) ? String((exit.cause.reasons[0] as { error?: { code?: string } }).error?.code) : "ok"
+        )
+        assert.strictEqual(kinds.filter((kind) => kind === "ok").length, 1, codes.join(", "))
+        assert.strictEqual(kinds.filter((kind) => kind === "unavailable").length, 9, kinds.join(", "))
+        const exhausted = exits.flatMap((exit) =>
+          Exit.isFailure(exit) ? exit.cause.reasons.filter((reason) => reason._tag === "Fail") : []
+        ).map((reason) => (reason.error as { code?: string }).code)
+        assert.deepStrictEqual(new Set(exhausted), new Set(["POOL_EXHAUSTED"]))
+        const snapshot = yield* gate.snapshot
+        assert.strictEqual(snapshot.circuit, "Closed", "nine POOL_EXHAUSTED did not open the circuit")
+        assert.isBelow(snapshot.limit, Settings.defaults.maxConcurrency, "but they lowered the limit")
+        assert.isTrue(Exit.isSuccess(yield* Effect.exit(gate.run(db.query("SELECT 1")))), "the next request runs")
       }).pipe(Effect.scoped),
     120_000
   )

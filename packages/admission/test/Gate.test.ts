@@ -246,4 +246,69 @@ describe("Gate (TestClock, seeded Random)", () => {
       const { db } = yield* afterFailures({ enabled: false, tripFailures: 1 }, 5)
       assert.strictEqual(yield* db.runs, 5)
     }).pipe(Effect.scoped))
+
+  it.effect("consecutive failed probes lengthen the window 1 → 2 → 4 → … → the cap; an answered probe resets it", () =>
+    Effect.gen(function*() {
+      const { db, gate } = yield* afterFailures({ tripFailures: 1, openJitterRatio: 0, openMaxMillis: 8_000 }, 1)
+      /** The window just opened, as the shed error reports it (the floor of Retry-After), then waits it out. */
+      const window = Effect.gen(function*() {
+        const shed = yield* Effect.flip(gate.run(db.call))
+        assert.strictEqual((shed as Shed.Shed).reason, "CircuitOpen")
+        const millis = (shed as Shed.Shed).retryAfterMillis ?? Number.NaN
+        yield* TestClock.adjust(millis - 1)
+        assert.strictEqual(shedReason(yield* Effect.exit(gate.run(db.call))), "CircuitOpen", "shed until it ends")
+        yield* TestClock.adjust(1)
+        return millis
+      })
+      const windows: Array<number> = []
+      for (let probe = 0; probe < 6; probe++) {
+        windows.push(yield* window)
+        const runs = yield* db.runs
+        assert.isUndefined(shedReason(yield* Effect.exit(gate.run(db.call))), "the probe ran")
+        assert.strictEqual(yield* db.runs, runs + 1, "one attempt per window")
+      }
+      assert.deepStrictEqual(windows, [1_000, 2_000, 4_000, 8_000, 8_000, 8_000])
+      // Answered: closed, and the next trip starts again at the base window.
+      windows.length = 0
+      windows.push(yield* window)
+      yield* db.setHealthy(true)
+      assert.strictEqual(yield* gate.run(db.call), "answer")
+      assert.strictEqual((yield* gate.snapshot).circuit, "Closed")
+      yield* db.setHealthy(false)
+      yield* trip(gate, db.call, 1)
+      windows.push(yield* window)
+      assert.deepStrictEqual(windows, [8_000, 1_000])
+    }).pipe(Effect.scoped))
+
+  it.effect("the default cap is 30 s: a long outage settles on one probe per 15–45 s window", () =>
+    Effect.gen(function*() {
+      const { db, gate } = yield* afterFailures({ tripFailures: 1 }, 1)
+      const windows: Array<number> = []
+      let elapsed = 0
+      let probes = 0
+      let probesInLastMinute = 0
+      // Two minutes of outage, stepping the clock 100 ms at a time; every step a request arrives.
+      while (elapsed < 120_000) {
+        const runs = yield* db.runs
+        const exit = yield* Effect.exit(gate.run(db.call))
+        if ((yield* db.runs) > runs) {
+          probes++
+          if (elapsed >= 60_000) probesInLastMinute++
+          const shed = yield* Effect.flip(gate.run(db.call))
+          windows.push((shed as Shed.Shed).retryAfterMillis ?? Number.NaN)
+        } else {
+          assert.isDefined(shedReason(exit))
+        }
+        yield* TestClock.adjust(100)
+        elapsed += 100
+      }
+      // The windows after each failed probe (the trip's own 1 s window came before the first).
+      const nominal = [2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000, 30_000, 30_000]
+      windows.forEach((window, i) => {
+        assert.isAtLeast(window, 0.5 * nominal[i]!, `window ${i}: ${windows.join(", ")}`)
+        assert.isAtMost(window, 1.5 * nominal[i]!, `window ${i}: ${windows.join(", ")}`)
+      })
+      assert.isAtMost(probesInLastMinute, 4, `probes in the last minute; windows ${windows.join(", ")}`)
+      assert.isAtLeast(probes, 6)
+    }).pipe(Effect.scoped, Random.withSeed("long outage")))
 })

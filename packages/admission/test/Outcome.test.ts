@@ -10,6 +10,12 @@ const unavailable = new DatabaseUnavailable({
   message: "too many",
   elapsedMillis: 2
 })
+const poolExhausted = new DatabaseUnavailable({
+  reason: "Saturated",
+  code: "POOL_EXHAUSTED",
+  message: "no free connection in the in-process pool (size 1) within 1000 ms",
+  elapsedMillis: 1000
+})
 const failed = (code: string) => new QueryFailed({ code, message: `failed with ${code}` })
 
 describe("Outcome", () => {
@@ -17,6 +23,8 @@ describe("Outcome", () => {
     const cases: ReadonlyArray<[Exit.Exit<unknown, unknown>, Outcome.Outcome]> = [
       [Exit.succeed(1), "Answered"],
       [Exit.fail(unavailable), "Unavailable"],
+      [Exit.fail(poolExhausted), "Exhausted"],
+      [Exit.failCause(Cause.combine(Cause.fail(poolExhausted), Cause.die(unavailable))), "Unavailable"],
       [Exit.die(unavailable), "Unavailable"],
       [Exit.fail(failed("57014")), "Overloaded"],
       [Exit.fail(failed("53200")), "Overloaded"],
@@ -30,5 +38,13 @@ describe("Outcome", () => {
       [Exit.failCause(Cause.combine(Cause.fail(failed("23505")), Cause.die(unavailable))), "Unavailable"]
     ]
     for (const [exit, expected] of cases) assert.strictEqual(Outcome.ofExit(exit), expected, String(exit))
+  })
+
+  it("what the circuit hears: only unavailable counts against the database; local overload tells it nothing", () => {
+    assert.strictEqual(Outcome.toBreaker("Unavailable"), "Unavailable")
+    assert.strictEqual(Outcome.toBreaker("Overloaded"), "Answered")
+    assert.strictEqual(Outcome.toBreaker("Answered"), "Answered")
+    assert.strictEqual(Outcome.toBreaker("Exhausted"), "Ignored")
+    assert.strictEqual(Outcome.toBreaker("Ignored"), "Ignored")
   })
 })

@@ -24,7 +24,12 @@ describe("Settings", () => {
         [
           { minConcurrency: 8, maxConcurrency: 4 },
           "minConcurrency = 8 is not allowed: expected an integer in [1, maxConcurrency = 4]"
-        ]
+        ],
+        [
+          { openMillis: 2_000, openMaxMillis: 1_000 },
+          "openMaxMillis = 1000 is not allowed: expected an integer in [openMillis = 2000, 600000]"
+        ],
+        [{ openMaxMillis: 600_001 }, "openMaxMillis = 600001 is not allowed"]
       ]
       for (const [options, message] of cases) {
         const error = yield* Effect.flip(Settings.make(options))
@@ -63,5 +68,18 @@ describe("Settings", () => {
       )
       assert.include(String(inverted), "API_ADMISSION_MIN_CONCURRENCY = 9 is not allowed")
       assert.include(String(inverted), "API_ADMISSION_MAX_CONCURRENCY = 8")
+      const cap = yield* Effect.flip(
+        fromEnv({ API_ADMISSION_OPEN_MILLIS: "5000", API_ADMISSION_OPEN_MAX_MILLIS: "4000" })
+      )
+      assert.include(String(cap), "API_ADMISSION_OPEN_MAX_MILLIS = 4000 is not allowed")
+      assert.include(String(cap), "API_ADMISSION_OPEN_MILLIS = 5000")
+    }))
+
+  it.effect("the open window's cap: 30 s by default, read from the environment, never below the window", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(Settings.defaults.openMaxMillis, 30_000)
+      assert.strictEqual((yield* fromEnv({ API_ADMISSION_OPEN_MAX_MILLIS: "60000" })).openMaxMillis, 60_000)
+      assert.strictEqual((yield* fromEnv({ API_ADMISSION_OPEN_MILLIS: "45000" })).openMaxMillis, 45_000)
+      assert.strictEqual((yield* Settings.make({ openMillis: 45_000 })).openMaxMillis, 45_000)
     }))
 })

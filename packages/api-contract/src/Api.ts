@@ -7,8 +7,7 @@
  * @since 0.1.0
  */
 import { ApiMiddleware, Validation } from "@resilience/api-errors"
-import * as Model from "@resilience/domain/Model"
-import * as Names from "@resilience/domain/Names"
+import { Model, Names } from "@resilience/model"
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Conflict, Forbidden, IdempotencyKeyReused, NotFound } from "./Errors.ts"

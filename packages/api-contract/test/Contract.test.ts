@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Api } from "@resilience/api-contract"
-import * as Model from "@resilience/domain/Model"
+import { Model } from "@resilience/model"
 import { OpenApi } from "effect/http-api"
 import { spawnSync } from "node:child_process"
 

@@ -422,3 +422,13 @@ export const isDatabaseCondition = (error: unknown): boolean => {
   const meaning = meaningOf(error)
   return meaning !== undefined && meaning !== "permanent"
 }
+
+/**
+ * Whether a checkout failed waiting for a slot of this process's own in-process pool (`POOL_EXHAUSTED`): every
+ * connection it may hold is in use by its own callers. That is local overload, not evidence about the database
+ * (no connection attempt was made): a caller's limit may come down, but a circuit must not open on it.
+ *
+ * @since 0.2.0
+ */
+export const isPoolExhausted = (error: unknown): boolean =>
+  Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === "POOL_EXHAUSTED"

@@ -284,7 +284,8 @@ export interface Recorded {
  * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
  * error, if any), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
  * unit looked drained), all only while the claim holds (owner and id, in the same statement): a worker that
- * lost its unit marks nothing. Rows of other claims are never touched. An item handled but not yet recorded
+ * lost its unit marks nothing. Each marked item keeps the owner, the claim id and the time of its mark
+ * (`processed_by`, `processed_claim`, `processed_at`). Rows of other claims are never touched. An item handled but not yet recorded
  * when the process dies is handled again by the next owner (at-least-once).
  *
  * @since 0.2.0
@@ -308,7 +309,10 @@ export const record = (
         DELETE FROM ${sessions}
         WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
       ), marked AS (
-        UPDATE ${queue} q SET processed = true, error = outcome.error FROM outcome
+        UPDATE ${queue} q
+        SET processed = true, error = outcome.error, processed_by = $3, processed_claim = $5::bigint,
+            processed_at = clock_timestamp()
+        FROM outcome
         WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed
           AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
         RETURNING q.id

@@ -65,6 +65,17 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
       `CREATE INDEX queue_processed_created_at_idx ON ${SchemaName.qualify(schema, "queue")} (created_at)
         WHERE processed`
     ]
+  },
+  {
+    version: 5,
+    name: "who completed each item",
+    // Written by `Queue.record` with the mark: the owner and the claim (the fencing token) it acted for, and
+    // the time of the mark; what a consistency checker needs to show that no item was completed by a worker
+    // that no longer owned its unit. Nullable: items marked before this migration have none.
+    up: (schema) => [
+      `ALTER TABLE ${SchemaName.qualify(schema, "queue")}
+        ADD COLUMN processed_by text, ADD COLUMN processed_claim bigint, ADD COLUMN processed_at timestamptz`
+    ]
   }
 ]
 

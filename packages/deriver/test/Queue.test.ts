@@ -116,7 +116,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* on(Queue.cleanupStale, 300), ["locked"])
     }))
 
-  it.effect("complete marks the item only while the claim holds, and reports whether it does", () =>
+  it.effect("complete marks the item (owner, claim, time) only while the claim holds, and reports whether it does", () =>
     Effect.gen(function*() {
       const { db, on, queue } = yield* freshQueue
       yield* on(Queue.enqueue, items("u", 2))
@@ -126,10 +126,17 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.isFalse(
         yield* on(Queue.complete, second!, { ...claim!, owner: "not-me" }, "boom")
       )
-      const rows = yield* db.query<{ processed: boolean; error: string | null }>(
-        `SELECT processed, error FROM ${queue} ORDER BY id`
+      const rows = yield* db.query<
+        { processed: boolean; error: string | null; by: string | null; claim: string | null; at: boolean }
+      >(
+        `SELECT processed, error, processed_by AS by, processed_claim::text AS claim, processed_at IS NOT NULL AS at
+         FROM ${queue} ORDER BY id`
       )
-      assert.deepStrictEqual(rows, [{ processed: true, error: null }, { processed: false, error: null }])
+      // The mark keeps who completed the item, under which claim and when (what a consistency checker reads).
+      assert.deepStrictEqual(rows, [
+        { processed: true, error: null, by: "me", claim: claim!.id, at: true },
+        { processed: false, error: null, by: null, claim: null, at: false }
+      ])
     }))
 
   it.effect("fencing: a worker whose unit was taken over reads and completes nothing, even as the same owner", () =>

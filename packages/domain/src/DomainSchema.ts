@@ -24,8 +24,9 @@ const countFunction = (schema: SchemaName.SchemaName, name: string, onlyNewly: s
 /**
  * The domain migrations: workspaces (token stored hashed), sessions, messages, peer representations with their
  * term counts and per-session progress, an index of queue items by workspace for the status endpoint, the
- * idempotency keys of writes, and the status counts without a scan of history (a partial index of the backlog
- * by workspace, counters of processed and errored items kept by triggers).
+ * idempotency keys of writes, the status counts without a scan of history (a partial index of the backlog
+ * by workspace, counters of processed and errored items kept by triggers), and a gap-free sequence per session
+ * and peer that orders messages by commit.
  *
  * @since 0.1.0
  */
@@ -138,6 +139,40 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
       `CREATE TRIGGER queue_count_inserted AFTER INSERT ON ${t(schema, "queue")}
         REFERENCING NEW TABLE AS newly
         FOR EACH STATEMENT EXECUTE FUNCTION ${t(schema, "queue_count_inserted")}()`
+    ]
+  },
+  {
+    version: 6,
+    name: "per-peer message sequence",
+    // Ids are drawn at insert, not at commit: an append can commit after a later id was folded in, and a
+    // watermark of ids skips it for ever (issue #21). Each (session, peer) now numbers its messages 1, 2, 3, …
+    // from a counter row that the append updates in its own transaction: the row lock orders the appends of
+    // one peer by commit, and a rolled-back append returns its numbers, so a fold by `seq` sees a gap-free
+    // prefix. `peer_session_progress.last_message_id` is no longer maintained; `last_seq` replaces it.
+    up: (schema) => [
+      `ALTER TABLE ${t(schema, "messages")} ADD COLUMN seq bigint`,
+      `UPDATE ${t(schema, "messages")} m SET seq = n.seq
+        FROM (SELECT id, row_number() OVER (PARTITION BY workspace, session, peer ORDER BY id) AS seq
+              FROM ${t(schema, "messages")}) n
+        WHERE m.id = n.id`,
+      `ALTER TABLE ${t(schema, "messages")} ALTER COLUMN seq SET NOT NULL`,
+      `CREATE UNIQUE INDEX messages_peer_seq_idx ON ${t(schema, "messages")} (workspace, session, peer, seq)`,
+      `CREATE TABLE ${t(schema, "message_seq")} (
+        workspace text NOT NULL,
+        session text NOT NULL,
+        peer text NOT NULL,
+        last_seq bigint NOT NULL,
+        PRIMARY KEY (workspace, session, peer),
+        FOREIGN KEY (workspace, session) REFERENCES ${t(schema, "sessions")} (workspace, name) ON DELETE CASCADE
+      )`,
+      `INSERT INTO ${t(schema, "message_seq")} (workspace, session, peer, last_seq)
+        SELECT workspace, session, peer, max(seq) FROM ${t(schema, "messages")} GROUP BY 1, 2, 3`,
+      `ALTER TABLE ${t(schema, "peer_session_progress")} ADD COLUMN last_seq bigint NOT NULL DEFAULT 0`,
+      // What the id watermark covered, in sequence numbers (a message it skipped stays skipped: not knowable).
+      `UPDATE ${t(schema, "peer_session_progress")} p SET last_seq = coalesce((
+         SELECT max(m.seq) FROM ${t(schema, "messages")} m
+         WHERE m.workspace = p.workspace AND m.session = p.session AND m.peer = p.peer AND m.id <= p.last_message_id
+       ), 0)`
     ]
   }
 ]

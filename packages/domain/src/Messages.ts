@@ -7,9 +7,9 @@
 import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
 import { Queue, SchemaName } from "@resilience/deriver"
+import type { Model } from "@resilience/model"
 import { Effect } from "effect"
 import * as Idempotency from "./Idempotency.ts"
-import type * as Model from "./Model.ts"
 import * as Names from "./Names.ts"
 
 /**
@@ -53,12 +53,24 @@ export const store = (
        ON CONFLICT DO NOTHING`,
       [workspace, session]
     )
+    // Each peer's counter row is bumped by its message count (rows locked in peer order, so two appends of
+    // several peers cannot deadlock) and held until commit: the appends of one (session, peer) commit in the
+    // order of their sequence numbers, which the representation task folds by.
     const inserted = yield* connection.query<{ n: number }>(
-      `WITH inserted AS (
-        INSERT INTO ${SchemaName.qualify(schema, "messages")} (workspace, session, peer, content)
-        SELECT $1, $2, m.value ->> 'peer', m.value ->> 'content'
+      `WITH input AS (
+        SELECT m.value ->> 'peer' AS peer, m.value ->> 'content' AS content, m.n
         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS m(value, n)
-        ORDER BY m.n
+      ), numbered AS (
+        INSERT INTO ${SchemaName.qualify(schema, "message_seq")} AS s (workspace, session, peer, last_seq)
+        SELECT $1, $2, peer, count(*) FROM input GROUP BY peer ORDER BY peer
+        ON CONFLICT (workspace, session, peer) DO UPDATE SET last_seq = s.last_seq + excluded.last_seq
+        RETURNING peer, last_seq
+      ), inserted AS (
+        INSERT INTO ${SchemaName.qualify(schema, "messages")} (workspace, session, peer, content, seq)
+        SELECT $1, $2, i.peer, i.content,
+          c.last_seq - count(*) OVER (PARTITION BY i.peer) + row_number() OVER (PARTITION BY i.peer ORDER BY i.n)
+        FROM input i JOIN numbered c USING (peer)
+        ORDER BY i.n
         RETURNING 1
       ) SELECT count(*)::int AS n FROM inserted`,
       [workspace, session, JSON.stringify(messages.map(({ content, peer }) => ({ peer, content })))]

@@ -1,8 +1,9 @@
 /**
  * The `representation` task: folds the new messages of one peer in one session into the peer's
  * representation (message count, session count, first/last seen, term counts). Idempotent: per (session,
- * peer) it remembers the last message folded in, under a row lock, so a repeated or concurrent task adds
- * nothing twice.
+ * peer) it remembers, under a row lock, the sequence number of the last message folded in (`seq`, numbered per
+ * session and peer in commit order by `Messages.store`), so a repeated or concurrent task adds nothing twice and
+ * a message committed late is never passed over.
  *
  * @since 0.1.0
  */
@@ -46,7 +47,7 @@ const decodePayload = (payload: unknown) =>
   )
 
 /**
- * Folds the messages of `peer` in `session` that are newer than the last folded one into the peer's
+ * Folds the messages of `peer` in `session` that follow the last folded one (by sequence number) into the peer's
  * representation, in one transaction. Returns how many messages it folded in.
  *
  * @since 0.1.0
@@ -68,16 +69,19 @@ export const derive = (
           [workspace, session, peer]
         )
         const locked = yield* connection.query<{ last: string }>(
-          `SELECT last_message_id::text AS last FROM ${progress}
+          `SELECT last_seq::text AS last FROM ${progress}
            WHERE workspace = $1 AND session = $2 AND peer = $3 FOR UPDATE`,
           [workspace, session, peer]
         )
-        const last = locked[0]?.last ?? "0"
-        const rows = yield* connection.query<{ id: string; content: string }>(
-          `SELECT m.id::text AS id, m.content FROM ${messages} m
-           WHERE m.workspace = $1 AND m.session = $2 AND m.peer = $3 AND m.id > $4::bigint ORDER BY m.id`,
-          [workspace, session, peer, last]
+        const last = BigInt(locked[0]?.last ?? "0")
+        const visible = yield* connection.query<{ seq: string; content: string }>(
+          `SELECT m.seq::text AS seq, m.content FROM ${messages} m
+           WHERE m.workspace = $1 AND m.session = $2 AND m.peer = $3 AND m.seq > $4::bigint ORDER BY m.seq`,
+          [workspace, session, peer, last.toString()]
         )
+        // The gap-free prefix only (appends of a peer commit in sequence order, so there is no gap to skip;
+        // should one appear, what follows it waits for the next task rather than being passed over).
+        const rows = visible.filter((row, i) => BigInt(row.seq) === last + BigInt(i + 1))
         const newest = rows.at(-1)
         if (newest === undefined) return 0
         yield* connection.query(
@@ -85,14 +89,14 @@ export const derive = (
              (workspace, peer, message_count, session_count, first_seen, last_seen, updated_at)
            SELECT $1, $3, count(*), $6::int, min(created_at), max(created_at), now()
            FROM ${messages}
-           WHERE workspace = $1 AND session = $2 AND peer = $3 AND id > $4::bigint AND id <= $5::bigint
+           WHERE workspace = $1 AND session = $2 AND peer = $3 AND seq > $4::bigint AND seq <= $5::bigint
            ON CONFLICT (workspace, peer) DO UPDATE SET
              message_count = r.message_count + excluded.message_count,
              session_count = r.session_count + excluded.session_count,
              first_seen = least(r.first_seen, excluded.first_seen),
              last_seen = greatest(r.last_seen, excluded.last_seen),
              updated_at = now()`,
-          [workspace, session, peer, last, newest.id, created.length > 0 ? 1 : 0]
+          [workspace, session, peer, last.toString(), newest.seq, created.length > 0 ? 1 : 0]
         )
         const counts = Terms.count(rows.map((row) => row.content))
         if (counts.size > 0) {
@@ -105,8 +109,8 @@ export const derive = (
           )
         }
         yield* connection.query(
-          `UPDATE ${progress} SET last_message_id = $4::bigint WHERE workspace = $1 AND session = $2 AND peer = $3`,
-          [workspace, session, peer, newest.id]
+          `UPDATE ${progress} SET last_seq = $4::bigint WHERE workspace = $1 AND session = $2 AND peer = $3`,
+          [workspace, session, peer, newest.seq]
         )
         return rows.length
       })

@@ -6,8 +6,8 @@
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
+import type { Model } from "@resilience/model"
 import { Effect, Option } from "effect"
-import type * as Model from "./Model.ts"
 
 /**
  * A term and how often the peer used it.

@@ -6,9 +6,9 @@
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
+import type { Model } from "@resilience/model"
 import { Effect, Schema } from "effect"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
-import type * as Model from "./Model.ts"
 
 /**
  * A workspace with this name exists already.

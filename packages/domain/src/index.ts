@@ -31,7 +31,7 @@ export * as Idempotency from "./Idempotency.ts"
  *
  * @since 0.1.0
  */
-export * as Model from "./Model.ts"
+export { Model } from "@resilience/model"
 
 /**
  * Queue counts per workspace.
@@ -46,6 +46,20 @@ export * as QueueStatus from "./QueueStatus.ts"
  * @since 0.1.0
  */
 export * as Representations from "./Representations.ts"
+
+/**
+ * The `representation` task: folding a peer's new messages into its representation.
+ *
+ * @since 0.1.0
+ */
+export * as Representation from "./Representation.ts"
+
+/**
+ * The terms of a text, as the representation counts them.
+ *
+ * @since 0.1.0
+ */
+export * as Terms from "./Terms.ts"
 
 /**
  * Workspaces and their tokens.

@@ -3,7 +3,7 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName } from "@resilience/deriver"
 import { TestDatabase } from "@resilience/test-db"
-import { Effect, Exit, Layer, Option, References, Schema, Scope } from "effect"
+import { Effect, Exit, Layer, Option, References, Scope } from "effect"
 import { Domain, Messages, QueueStatus, Representations, Workspaces } from "../src/index.ts"
 import * as Names from "../src/Names.ts"
 import * as Representation from "../src/Representation.ts"
@@ -54,6 +54,7 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
       assert.deepStrictEqual(tables.map((t) => t.table_name), [
         "active_queue_sessions",
         "idempotency_keys",
+        "message_seq",
         "messages",
         "peer_representations",
         "peer_session_progress",
@@ -189,11 +190,8 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
 })
 
 layer(Layer.empty)("Names", (it) => {
-  it.effect("validates names and builds unambiguous unit keys", () =>
+  it.effect("builds unambiguous unit keys", () =>
     Effect.sync(() => {
-      const ok = Schema.is(Names.WorkspaceName)
-      assert.isTrue(ok("acme-1_x"))
-      for (const bad of ["", "-acme", "a b", "a/b", "a".repeat(65), "ws;drop"]) assert.isFalse(ok(bad), bad)
       assert.notStrictEqual(Names.representationUnit("w", "a:b", "c"), Names.representationUnit("w", "a", "b:c"))
     }))
 })

@@ -97,7 +97,9 @@ const describeAdaptive = (params: Model.Params): ReadonlyArray<string> => {
     const gate = admission.gate
     lines.push(
       `adaptive API: ${admission.instances} instances, limit ${gate.minConcurrency}–${gate.maxConcurrency} (×${gate.decreaseRatio} on unavailable or > ${gate.slowMillis} ms), ` +
-        `queue ${gate.queueTimeoutMillis} ms, circuit after ${gate.tripFailures} unavailable for ${gate.openMillis} ms ±${
+        `queue ${gate.queueTimeoutMillis} ms, circuit after ${gate.tripFailures} unavailable of ${
+          2 * gate.tripFailures
+        } for ${gate.openMillis} ms, ×2 per failed probe up to ${gate.openMaxMillis} ms, ±${
           gate.openJitterRatio * 100
         }%`
     )

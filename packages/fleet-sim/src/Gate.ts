@@ -1,13 +1,12 @@
 /**
- * The API's admission gate of one instance, in simulated time: the circuit (shed while open; after the
- * jittered window one probe, others shed while it runs; an answer closes it, an unavailability opens a new
- * window) and the adaptive concurrency limit, whose arithmetic is the admission package's own
- * ({@link Limit.next}). The simulation keeps the requests waiting for a permit and asks the gate what to do.
+ * The API's admission gate of one instance, in simulated time: the circuit and the adaptive concurrency limit,
+ * both the admission package's own pure state machines ({@link Breaker}, {@link Limit}): the same trip rule,
+ * the same one probe, the same open windows backing off 1 → 2 → 4 → … → `openMaxMillis` across failed probes,
+ * the same AIMD arithmetic. The simulation keeps the requests waiting for a permit and asks the gate what to do.
  *
  * @since 0.2.0
  */
-import { Limit, type Settings as AdmissionSettings } from "@resilience/admission"
-import { Jitter } from "@resilience/jitter"
+import { Breaker, Circuit, Limit, type Settings as AdmissionSettings } from "@resilience/admission"
 import { IntQueue } from "./IntQueue.ts"
 
 /**
@@ -31,8 +30,6 @@ export type Entry = "pass" | "probe" | "shed"
  */
 export type Outcome = "Answered" | "Unavailable"
 
-type Circuit = "Closed" | "Open" | "HalfOpen"
-
 /**
  * One instance's gate.
  *
@@ -46,33 +43,23 @@ export class Gate {
   inFlight = 0
   /** Requests waiting for a permit: `(client, generation)`. */
   readonly waiting = new IntQueue(64)
-  private circuit: Circuit = "Closed"
-  private failures = 0
-  private openUntil = 0
-  private probing = false
+  private readonly policy: Breaker.Policy
+  private circuit: Breaker.State
   private readonly draw: () => number
 
   constructor(settings: Settings, draw: () => number) {
     this.settings = settings
     this.limit = Limit.initial(settings)
+    this.policy = Circuit.policy(settings)
+    this.circuit = Breaker.initial(this.policy)
     this.draw = draw
   }
 
   /** The circuit's answer to a request arriving at `t`. */
   enter(t: number): Entry {
-    switch (this.circuit) {
-      case "Closed":
-        return "pass"
-      case "Open":
-        if (t < this.openUntil) return "shed"
-        this.circuit = "HalfOpen"
-        this.probing = true
-        return "probe"
-      case "HalfOpen":
-        if (this.probing) return "shed"
-        this.probing = true
-        return "probe"
-    }
+    const [decision, next] = Breaker.enter(this.circuit, t)
+    this.circuit = next
+    return decision
   }
 
   /** Whether a permit is free. */
@@ -87,33 +74,22 @@ export class Gate {
 
   /** The probe was shed before it ran (no permit in time): the next request probes instead. */
   probeShed(): void {
-    this.probing = false
+    this.circuit = Breaker.abandon(this.circuit)
   }
 
   /** An admitted request finished at `t`: the limit and the circuit learn from it. */
   finish(t: number, outcome: Outcome, inFlight: number, millis: number, probe: boolean): void {
     this.inFlight--
     this.limit = Limit.next(this.limit, { outcome, inFlight, millis }, this.settings)
-    if (outcome === "Answered") {
-      this.failures = 0
-      if (probe) {
-        this.circuit = "Closed"
-        this.probing = false
-      }
-      return
-    }
-    this.failures++
-    if (probe || (this.circuit === "Closed" && this.failures >= this.settings.tripFailures)) this.open(t)
+    const next = Breaker.settle(this.circuit, this.policy, outcome, probe, t, 0)
+    // A draw only when a window opens (the simulation's random stream moves as it did before).
+    this.circuit = next.phase === "Open" && this.circuit.phase !== "Open"
+      ? Breaker.settle(this.circuit, this.policy, outcome, probe, t, this.draw())
+      : next
   }
 
   /** Whether the circuit is open or half-open now. */
   isOpen(): boolean {
-    return this.circuit !== "Closed"
-  }
-
-  private open(t: number): void {
-    this.circuit = "Open"
-    this.probing = false
-    this.openUntil = t + Jitter.jitterFrom(this.settings.openMillis, this.settings.openJitterRatio, this.draw())
+    return this.circuit.phase !== "Closed"
   }
 }

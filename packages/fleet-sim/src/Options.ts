@@ -73,7 +73,7 @@ const option = (flag: string, description: string, range: Range, apply: Override
 const gateOverride = (
   flag: string,
   description: string,
-  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "slowMillis",
+  key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "openMaxMillis" | "slowMillis",
   range: Range
 ): Override =>
   option(flag, `adaptive: ${description} (${AdmissionSettings.variables[key]})`, range, (p, v) => {
@@ -250,7 +250,13 @@ export const overrides: ReadonlyArray<Override> = [
     "queueTimeoutMillis",
     NonNegativeInt
   ),
-  gateOverride("admission-open", "the circuit's open window, ms", "openMillis", PositiveInt),
+  gateOverride("admission-open", "the circuit's first open window, ms", "openMillis", PositiveInt),
+  gateOverride(
+    "admission-open-max",
+    "the cap of the open window, which doubles per failed probe, ms",
+    "openMaxMillis",
+    PositiveInt
+  ),
   gateOverride(
     "admission-slow",
     "an answer slower than this lowers the limit, ms, 0 = never",
@@ -312,6 +318,7 @@ const gateFlagOf: Record<string, string> = {
   maxConcurrency: "admission-max-concurrency",
   queueTimeoutMillis: "admission-queue-timeout",
   openMillis: "admission-open",
+  openMaxMillis: "admission-open-max",
   slowMillis: "admission-slow"
 }
 

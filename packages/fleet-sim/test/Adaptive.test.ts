@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Settings as AdmissionSettings } from "@resilience/admission"
 import * as Model from "../src/Model.ts"
 import * as Simulation from "../src/Simulation.ts"
 import * as Summary from "../src/Summary.ts"
@@ -121,10 +122,16 @@ describe("adaptive: the API's admission gate", () => {
     assert.isBelow(attempts(adaptive), 0.1 * attempts(fixed))
   })
 
-  it("after the outage the gate admits again: requests are served", () => {
+  it("after the outage the gate admits again within 1.5 × the window cap: requests are served", () => {
+    // The open window doubles per failed probe up to the cap (30 s), so the probe after the release comes at
+    // most one jittered capped window (45 s) after it; then the instance serves at the offered rate again.
+    const bound = (1 + AdmissionSettings.defaults.openJitterRatio) * AdmissionSettings.defaults.openMaxMillis / 1000
+    const back = adaptive.series.connectionAttempts.findIndex((n, second) => second >= 70 && n >= 0.5 * 40)
+    assert.isAtLeast(back, 70)
+    assert.isAtMost(back, 70 + bound + 1, `serving again at ${back} s`)
     const served = (o: Simulation.Outcome) => o.totals.apiServed
-    // Both serve the first 10 s and the last 50 s; the gate loses at most a few seconds' worth after it.
-    assert.isAbove(served(adaptive), served(fixed) - 40 * 5)
+    // Both serve the first 10 s and the last 50 s; the gate loses at most the wait for that probe.
+    assert.isAbove(served(adaptive), served(fixed) - 40 * (bound + 5))
   })
 })
 

@@ -5,8 +5,8 @@
  * the client retries on its side as told, and everything is processed with no work lost.
  */
 import { ApiClient, type ClientErrors } from "@resilience/api-client"
-import type * as Model from "@resilience/domain/Model"
 import { Saturation, type ServerStartFailed } from "@resilience/local-postgres"
+import type { Model } from "@resilience/model"
 import { Duration, Effect, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { randomUUID } from "node:crypto"

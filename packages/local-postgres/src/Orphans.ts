@@ -31,12 +31,26 @@ export const makeDirectory = (kind: string): string => {
 /** Deletes a server directory once its server has stopped. */
 export const remove = (directory: string): void => rmSync(directory, { recursive: true, force: true })
 
-/** The server pid a directory records: PostgreSQL's postmaster.pid, or the pooler's pid file. */
-const serverPid = (directory: string): number | undefined => {
-  for (const file of [join(directory, "data", "postmaster.pid"), join(directory, "server.pid")]) {
-    if (existsSync(file)) return Number(readFileSync(file, "utf8").split("\n")[0])
-  }
-  return undefined
+/**
+ * The server pids a directory records: PostgreSQL's postmaster.pid and the pooler's pid file, at its top and
+ * one level down (a directory holding several servers, such as the failover lab's members).
+ */
+const serverPids = (directory: string): ReadonlyArray<number> => {
+  // another reaper may be deleting the same directory: what is gone has nothing to stop
+  const entries = Effect.runSync(
+    Effect.orElseSucceed(Effect.try(() => readdirSync(directory, { withFileTypes: true })), () => [])
+  )
+  const places = [
+    directory,
+    ...entries.filter((entry) => entry.isDirectory()).map((entry) => join(directory, entry.name))
+  ]
+  return places
+    .flatMap((place) => [join(place, "data", "postmaster.pid"), join(place, "server.pid")])
+    .flatMap((file) =>
+      Effect.runSync(
+        Effect.orElseSucceed(Effect.try(() => [Number(readFileSync(file, "utf8").split("\n")[0])]), () => [])
+      )
+    )
 }
 
 /** Stops and deletes every server directory whose owning process has exited; returns what it removed. */
@@ -47,8 +61,7 @@ export const reap = (): ReadonlyArray<string> => {
     const owner = Number(name.split("-")[0])
     if (isAlive(owner)) continue
     const directory = join(root, name)
-    const pid = serverPid(directory)
-    if (pid !== undefined && isAlive(pid)) process.kill(pid, "SIGKILL")
+    for (const pid of serverPids(directory)) if (isAlive(pid)) process.kill(pid, "SIGKILL")
     rmSync(directory, { recursive: true, force: true })
     removed.push(directory)
   }

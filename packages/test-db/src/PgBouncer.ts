@@ -1,11 +1,14 @@
 /**
  * A real PgBouncer (Debian's `pgbouncer` binary) in front of a test cluster, with a chosen `max_client_conn` and
- * pool size: the pooler that the saturation tests are about.
+ * pool size: the pooler that the saturation tests are about. It starts from the fleet's own configuration,
+ * `deploy/pgbouncer/pgbouncer.ini` (one source for the tests, the outage lab and a deployment), and overrides only
+ * addresses, paths, authentication and the sizes a test chooses.
  */
 import { Cluster, Orphans, Process } from "@resilience/local-postgres"
 import { Data, Effect } from "effect"
-import { chownSync, existsSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 /** A running PgBouncer; `url` reaches the upstream's `postgres` database through it. */
 export interface PgBouncer {
@@ -22,8 +25,9 @@ export interface Options {
   readonly maxClientConn: number
   /** Server connections per database/user pair. */
   readonly poolSize: number
-  /** Seconds a client may wait for a server connection before "query_wait_timeout" (PgBouncer default 120). */
+  /** Seconds a client may wait for a server connection before "query_wait_timeout" (default: the shipped file's). */
   readonly queryWaitTimeout?: number
+  /** Default: the shipped file's (`transaction`). */
   readonly poolMode?: "session" | "transaction"
   /** Further `[pgbouncer]` settings (e.g. `admin_users` for the admin console); they override the ones above. */
   readonly settings?: Readonly<Record<string, string | number>>
@@ -46,6 +50,50 @@ export const skipReason = (): string | undefined =>
     ? "pgbouncer binary not found (Debian: apt-get install pgbouncer); skipped outside CI"
     : undefined
 
+/**
+ * The fleet's PgBouncer configuration as shipped: `deploy/pgbouncer/pgbouncer.ini` at the repository's root.
+ */
+export const shippedIni: string = fileURLToPath(new URL("../../../deploy/pgbouncer/pgbouncer.ini", import.meta.url))
+
+/** One `[section]` of an ini file: its `key = value` settings in file order (comments dropped). */
+export type Ini = ReadonlyMap<string, ReadonlyMap<string, string>>
+
+/** Parses PgBouncer's ini format: `[section]`, `key = value`, `;` and `#` comments. */
+export const parseIni = (text: string): Ini => {
+  const sections = new Map<string, Map<string, string>>()
+  let current: Map<string, string> | undefined
+  for (const raw of text.split("\n")) {
+    const line = raw.trim()
+    if (line === "" || line.startsWith(";") || line.startsWith("#")) continue
+    const header = /^\[(.+)\]$/.exec(line)
+    if (header !== null) {
+      current = new Map()
+      sections.set(header[1]!, current)
+      continue
+    }
+    const equals = line.indexOf("=")
+    if (current === undefined || equals < 0) continue
+    current.set(line.slice(0, equals).trim(), line.slice(equals + 1).trim())
+  }
+  return sections
+}
+
+/** Writes sections back in PgBouncer's format. */
+export const renderIni = (ini: Ini): string =>
+  [...ini].flatMap(([name, settings]) => [`[${name}]`, ...[...settings].map(([k, v]) => `${k} = ${v}`)]).join("\n")
+  + "\n"
+
+/** The shipped file with `[databases]` replaced and `overrides` applied over its `[pgbouncer]` settings. */
+export const configure = (
+  databases: Readonly<Record<string, string>>,
+  overrides: Readonly<Record<string, string | number>>
+): string => {
+  const shipped = parseIni(readFileSync(shippedIni, "utf8"))
+  const pgbouncer = new Map(shipped.get("pgbouncer"))
+  for (const [key, value] of Object.entries(overrides)) pgbouncer.set(key, String(value))
+  return renderIni(new Map([["databases", new Map(Object.entries(databases))], ["pgbouncer", pgbouncer]]))
+}
+
 /** Starts PgBouncer in front of `upstream`; it is stopped and its directory deleted when the scope closes. */
 export const start = Effect.fnUntraced(function*(options: Options) {
   const command = binary()
@@ -56,26 +104,20 @@ export const start = Effect.fnUntraced(function*(options: Options) {
   yield* Effect.addFinalizer(() => Effect.sync(() => Orphans.remove(directory)))
   const port = yield* Cluster.freePort
   const { upstream } = options
-  const ini = [
-    "[databases]",
-    `* = host=${upstream.host} port=${upstream.port}`,
-    "[pgbouncer]",
-    "listen_addr = 127.0.0.1",
-    `listen_port = ${port}`,
-    "unix_socket_dir =",
-    "auth_type = plain",
-    `auth_file = ${join(directory, "userlist.txt")}`,
-    `pidfile = ${join(directory, "server.pid")}`,
-    `pool_mode = ${options.poolMode ?? "session"}`,
-    `max_client_conn = ${options.maxClientConn}`,
-    `default_pool_size = ${options.poolSize}`,
-    `query_wait_timeout = ${options.queryWaitTimeout ?? 120}`,
-    "ignore_startup_parameters = extra_float_digits,options,statement_timeout",
-    "log_connections = 0",
-    "log_disconnections = 0",
-    ...Object.entries(options.settings ?? {}).map(([key, value]) => `${key} = ${value}`)
-  ].join("\n")
-  writeFileSync(join(directory, "pgbouncer.ini"), `${ini}\n`)
+  const ini = configure({ "*": `host=${upstream.host} port=${upstream.port}` }, {
+    listen_addr: "127.0.0.1",
+    listen_port: port,
+    auth_type: "plain",
+    auth_file: join(directory, "userlist.txt"),
+    pidfile: join(directory, "server.pid"),
+    max_client_conn: options.maxClientConn,
+    default_pool_size: options.poolSize,
+    max_db_connections: options.poolSize,
+    ...(options.poolMode === undefined ? {} : { pool_mode: options.poolMode }),
+    ...(options.queryWaitTimeout === undefined ? {} : { query_wait_timeout: options.queryWaitTimeout }),
+    ...options.settings
+  })
+  writeFileSync(join(directory, "pgbouncer.ini"), ini)
   writeFileSync(join(directory, "userlist.txt"), `"${upstream.user}" "${upstream.password}"\n`)
   const account = Process.serviceAccount()
   if (account !== undefined) chownSync(directory, account.uid, account.gid)

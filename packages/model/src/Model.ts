@@ -1,8 +1,7 @@
 /**
- * The domain's values as `Schema`s: what a workspace's creation returns, a new message, what an append
- * stored, a workspace's queue counts and a peer's representation. The domain's functions return these types;
- * the API contract (`@resilience/api-contract`) uses the same schemas for its payloads and responses. Server
- * free: import it as `@resilience/domain/Model`.
+ * The API's values as `Schema`s: what a workspace's creation returns, a new message, what an append
+ * stored, a workspace's queue counts and a peer's representation. The server's domain returns these types; the
+ * API contract (`@resilience/api-contract`) uses the same schemas for its payloads and responses.
  *
  * @since 0.1.0
  */

@@ -1,0 +1,63 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Breaker from "../src/Breaker.ts"
+
+const policy: Breaker.Policy = {
+  tripFailures: 2,
+  windows: { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 }
+}
+
+const tripped = (now: number) => {
+  let state = Breaker.initial(policy)
+  for (let i = 0; i < 2; i++) state = Breaker.settle(state, policy, "Unavailable", false, now, 0)
+  return state
+}
+
+describe("Breaker (pure)", () => {
+  it("opens when tripFailures of the last 2 × tripFailures outcomes were unavailable", () => {
+    let state = Breaker.initial(policy)
+    for (const outcome of ["Unavailable", "Answered", "Answered", "Answered", "Unavailable"] as const) {
+      state = Breaker.settle(state, policy, outcome, false, 0, 0)
+    }
+    assert.strictEqual(state.phase, "Closed", "two of the last four, but the first fell out of the window")
+    state = Breaker.settle(state, policy, "Ignored", false, 0, 0)
+    assert.strictEqual(state.phase, "Closed", "ignored outcomes are not recorded")
+    state = Breaker.settle(state, policy, "Unavailable", false, 0, 0)
+    assert.strictEqual(state.phase, "Open")
+    assert.strictEqual(state.openUntil, 500, "the base window at the lowest jitter draw")
+  })
+
+  it("open: shed until the window ends, then one probe; an early caller may probe before it", () => {
+    const state = tripped(0)
+    assert.strictEqual(Breaker.enter(state, 499)[0], "shed")
+    assert.strictEqual(Breaker.retryAfterMillis(state, 100), 400)
+    const [decision, probing] = Breaker.enter(state, 500)
+    assert.strictEqual(decision, "probe")
+    assert.strictEqual(Breaker.enter(probing, 600)[0], "shed", "one probe at a time")
+    assert.strictEqual(Breaker.enter(state, 10, true)[0], "probe", "early")
+    assert.strictEqual(Breaker.enter(Breaker.enter(state, 10, true)[1], 10, true)[0], "shed", "still one at a time")
+  })
+
+  it("a probe that told nothing, or gave up, lets the next caller probe", () => {
+    const [, probing] = Breaker.enter(tripped(0), 500)
+    assert.strictEqual(Breaker.enter(Breaker.settle(probing, policy, "Ignored", true, 600, 0), 600)[0], "probe")
+    assert.strictEqual(Breaker.enter(Breaker.abandon(probing), 600)[0], "probe")
+  })
+
+  it("failed probes step the window to the cap; calls admitted before the trip change nothing after it", () => {
+    let state = tripped(0)
+    let now = 0
+    const windows: Array<number> = []
+    for (let i = 0; i < 7; i++) {
+      now = state.openUntil
+      state = Breaker.settle(state, policy, "Answered", false, now, 0.5)
+      assert.strictEqual(state.phase, "Open", "a late answer of a call admitted before the trip")
+      const [, probing] = Breaker.enter(state, now)
+      state = Breaker.settle(probing, policy, "Unavailable", true, now, 0.5)
+      windows.push(state.openUntil - now)
+    }
+    assert.deepStrictEqual(windows, [2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000])
+    assert.strictEqual(state.failedProbes, 7)
+    const [, probing] = Breaker.enter(state, state.openUntil)
+    assert.deepStrictEqual(Breaker.settle(probing, policy, "Answered", true, now, 0.5), Breaker.initial(policy))
+  })
+})

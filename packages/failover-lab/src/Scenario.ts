@@ -1,0 +1,265 @@
+/**
+ * One failover scenario, end to end: a fresh Patroni cluster (`synchronous_mode` on or off), the API and the
+ * deriver as processes through HAProxy, a workspace, open-loop writes; after a warm-up the fault (a planned
+ * switchover, or `kill -9` of the leader's postmaster); then the wait until a new leader serves and the old
+ * primary streams from it again as a replica; a little more traffic; the queue drained; the verdict. Every
+ * process stops and every directory goes with the scope, and the run is bounded by `deadlineSeconds`.
+ */
+import { ApiClient } from "@resilience/api-client"
+import * as Stack from "@resilience/launcher/Stack"
+import { Cluster } from "@resilience/local-postgres"
+import { Clock, Data, Deferred, Duration, Effect, Option } from "effect"
+import { FetchHttpClient } from "effect/http"
+import pg from "pg"
+import * as History from "./History.ts"
+import * as PatroniCluster from "./PatroniCluster.ts"
+import type * as SystemPackages from "./SystemPackages.ts"
+import * as Traffic from "./Traffic.ts"
+import * as Verdict from "./Verdict.ts"
+
+/** The faults. */
+export const faults = ["switchover", "primary-loss"] as const
+export type Fault = (typeof faults)[number]
+
+/** One scenario's settings. */
+export interface Settings {
+  readonly fault: Fault
+  readonly synchronousMode: boolean
+  /** Writes per second. */
+  readonly rate: number
+  /** Seconds of traffic before the fault. */
+  readonly warmupSeconds: number
+  /** Seconds of traffic after the old primary has rejoined. */
+  readonly afterSeconds: number
+  readonly peers: number
+  /** 0: each write its own session. */
+  readonly sessions: number
+  /** The whole scenario (cluster start to verdict) is cut off after this long. */
+  readonly deadlineSeconds: number
+}
+
+/** Defaults: 20 writes/s over 4 sessions × 4 peers, 4 s before the fault, 3 s after the rejoin. */
+export const defaults = {
+  rate: 20,
+  warmupSeconds: 4,
+  afterSeconds: 3,
+  peers: 4,
+  sessions: 4,
+  deadlineSeconds: 240
+} as const
+
+/** A finished scenario. */
+export interface Result {
+  readonly settings: Settings
+  readonly figures: History.Figures
+  readonly verdict: Verdict.Verdict
+  /** Fault → Patroni reports the other member as the running leader, ms. */
+  readonly newLeaderMillis: number
+  /** Fault → the old primary streams from the new leader on its timeline, ms. */
+  readonly rejoinedMillis: number
+  /** Fault → the fault's command completed (`patronictl switchover` returned; the kill is immediate), ms. */
+  readonly faultDoneMillis: number
+  /** Answers per second from a second before the fault. */
+  readonly timeline: ReturnType<typeof History.timeline>
+  /** The members after the rejoin, as Patroni reports them. */
+  readonly members: string
+  /** API and deriver processes that exited during the run (each would have needed a restart). */
+  readonly processesExited: number
+  /**
+   * The API's own account of its answers at the end (its `/metrics`): admissions and sheds by reason, failed
+   * checkouts by reason, error responses by status.
+   */
+  readonly apiCounters: ReadonlyArray<string>
+  /** HAProxy's server state changes after the fault, ms from the fault. */
+  readonly routing: ReadonlyArray<string>
+}
+
+/** A scenario that could not run to its verdict (a part did not start, an operation failed). */
+export class ScenarioFailed extends Data.TaggedError("ScenarioFailed")<{ readonly detail: string }> {
+  override get message(): string {
+    return this.detail
+  }
+}
+
+const schema = "failover"
+const adminToken = "failover-lab-admin-token"
+
+const elapsed = (since: number) => Effect.map(Clock.currentTimeMillis, (now) => now - since)
+
+/**
+ * Waits until the queue of `workspace` has nothing unprocessed, reading the database directly; bounded by
+ * 60 s. Yields what is still pending then (each item with its unit's ownership row, if any): empty when drained.
+ */
+const awaitDrained = (url: string, workspace: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const client = yield* Effect.acquireRelease(
+      Effect.promise(async () => {
+        const client = new pg.Client({ connectionString: url })
+        await client.connect()
+        return client
+      }),
+      (client) => Effect.promise(() => client.end())
+    )
+    const pending = Effect.promise(() =>
+      client.query<{ id: string; unit: string; owner: string | null; age: string | null }>(
+        `SELECT q.id, q.work_unit_key AS unit, s.owner, (now() - s.last_updated)::text AS age
+         FROM "${schema}".queue q LEFT JOIN "${schema}".active_queue_sessions s USING (work_unit_key)
+         WHERE NOT q.processed AND q.payload ->> 'workspace' = $1 ORDER BY q.id`,
+        [workspace]
+      )
+    ).pipe(Effect.map((result) =>
+      result.rows.map((row) =>
+        `item ${row.id} of ${row.unit}: ${
+          row.owner === null ? "no owner" : `owned by ${row.owner} (heartbeat ${row.age} ago)`
+        }`
+      )
+    ))
+    for (let waited = 0;; waited++) {
+      const left = yield* pending
+      if (left.length === 0 || waited >= 300) {
+        return left
+      }
+      yield* Effect.sleep(Duration.millis(200))
+    }
+  }))
+
+const counted = ["admission_shed_total", "db_acquisitions_total", "api_error_responses_total"]
+
+/** The samples of the counters that say why the API answered 503, from its `/metrics`. */
+const apiCountersOf = (apiUrl: string) =>
+  Effect.tryPromise(() => fetch(`${apiUrl}/metrics`).then((response) => response.text())).pipe(
+    Effect.map((text) =>
+      text.split("\n").filter((line) => counted.some((name) => line.startsWith(name)) && !line.endsWith(" 0"))
+    ),
+    Effect.orElseSucceed(() => ["(the API's /metrics did not answer)"])
+  )
+
+/** Runs one scenario; `log` gets progress lines. */
+export const run = (options: {
+  readonly settings: Settings
+  readonly binaries: SystemPackages.Binaries
+  readonly log: (line: string) => void
+  /** Passes the API's and the deriver's output to `log`. */
+  readonly verbose?: boolean | undefined
+}): Effect.Effect<Result, ScenarioFailed> => {
+  const { log, settings } = options
+  return Effect.gen(function*() {
+    const cluster = yield* PatroniCluster.start({
+      binaries: options.binaries,
+      synchronousMode: settings.synchronousMode,
+      log
+    })
+    const output: Array<string> = []
+    const stack = yield* Stack.start({
+      databaseUrl: Option.some(cluster.url),
+      embedded: { directory: undefined, port: 0, maxConnections: 0 },
+      apiPort: yield* Cluster.freePort,
+      deriverMetricsPort: yield* Cluster.freePort,
+      adminToken,
+      env: {
+        DB_SCHEMA: schema,
+        DB_STATEMENT_TIMEOUT_SECONDS: "10",
+        DB_APPLICATION_NAME: "failover-lab",
+        DERIVER_WORKERS: "2",
+        DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2",
+        DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0.5",
+        OTEL_SDK_DISABLED: "true"
+      },
+      onLine: (name, line) => {
+        if (options.verbose === true) log(`${name}: ${line}`)
+        output.push(`${name}: ${line}`)
+        if (output.length > 200) output.shift()
+      }
+    })
+    log(`API ${stack.apiUrl} and deriver up, through HAProxy`)
+    const admin = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
+    const workspace = yield* admin.createWorkspace({ adminToken, name: "failover" }).pipe(Effect.orDie)
+
+    const history = History.make()
+    const traffic = yield* Traffic.start({
+      apiUrl: stack.apiUrl,
+      workspace,
+      rate: settings.rate,
+      peers: settings.peers,
+      sessions: settings.sessions,
+      deadline: Duration.seconds(30)
+    }, history)
+    yield* Effect.sleep(Duration.seconds(settings.warmupSeconds))
+
+    const before = yield* cluster.members
+    const oldLeader = PatroniCluster.leaderOf(before) ?? "m0"
+    const candidate = before.find((member) => member.name !== oldLeader)?.name ?? "m1"
+    const faultAt = yield* Clock.currentTimeMillis
+    let faultDoneMillis = 0
+    if (settings.fault === "switchover") {
+      log(`fault: patronictl switchover --force ${oldLeader} → ${candidate}`)
+      yield* Effect.forkScoped(
+        cluster.switchover(oldLeader, candidate).pipe(
+          Effect.catch((error) => Effect.sync(() => log(`switchover: ${error.message}`))),
+          Effect.andThen(elapsed(faultAt)),
+          Effect.tap((millis) =>
+            Effect.sync(() => {
+              faultDoneMillis = millis
+            })
+          )
+        )
+      )
+    } else {
+      const pid = yield* cluster.killPostmaster(oldLeader)
+      log(`fault: kill -9 of ${oldLeader}'s postmaster (pid ${pid})`)
+    }
+
+    let newLeaderMillis = -1
+    for (;;) {
+      const members = yield* Effect.orElseSucceed(cluster.members, () => [])
+      const leader = PatroniCluster.leaderOf(members)
+      if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader) {
+        newLeaderMillis = yield* elapsed(faultAt)
+        log(`new leader ${leader} after ${(newLeaderMillis / 1000).toFixed(1)} s`)
+      }
+      if (newLeaderMillis >= 0 && PatroniCluster.settled(members, settings.synchronousMode)) break
+      yield* Effect.sleep(Duration.millis(100))
+    }
+    const rejoinedMillis = yield* elapsed(faultAt)
+    const members = PatroniCluster.describe(yield* cluster.members)
+    log(`old primary ${oldLeader} streaming again after ${(rejoinedMillis / 1000).toFixed(1)} s: ${members}`)
+    yield* Effect.sleep(Duration.seconds(settings.afterSeconds))
+    yield* traffic.stop
+    log(`traffic stopped: ${history.writes.length} writes`)
+    const drainStarted = yield* Clock.currentTimeMillis
+    const left = yield* awaitDrained(cluster.url, workspace.name)
+    const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
+    log(
+      left.length === 0
+        ? `queue drained ${drainSeconds} s after the traffic stopped`
+        : `queue not drained after ${drainSeconds} s:\n  ${left.slice(0, 10).join("\n  ")}`
+    )
+    const verdict = yield* Verdict.reconcile({ url: cluster.url, schema, workspace: workspace.name, history })
+    const apiCounters = yield* apiCountersOf(stack.apiUrl)
+    const exited = [stack.api, stack.deriver].filter((child) => Deferred.isDoneUnsafe(child.exited)).length
+    if (exited > 0) log(`processes exited; last output:\n${output.join("\n")}`)
+    return {
+      settings,
+      figures: History.figures(history, faultAt),
+      faultDoneMillis,
+      timeline: History.timeline(history, faultAt, -settings.warmupSeconds),
+      verdict,
+      newLeaderMillis,
+      rejoinedMillis,
+      members,
+      processesExited: exited,
+      apiCounters,
+      routing: cluster.routing.filter((change) => change.at >= faultAt).map((change) =>
+        `+${((change.at - faultAt) / 1000).toFixed(2)} s ${change.line.replace(/^.*Server primary\//, "").slice(0, 60)}`
+      )
+    } satisfies Result
+  }).pipe(
+    Effect.scoped,
+    Effect.mapError((error) => new ScenarioFailed({ detail: error.message })),
+    Effect.provide(FetchHttpClient.layer),
+    Effect.timeoutOrElse({
+      duration: Duration.seconds(settings.deadlineSeconds),
+      orElse: () => Effect.die(new Error(`scenario not finished within ${settings.deadlineSeconds} s`))
+    })
+  )
+}
