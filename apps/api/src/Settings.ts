@@ -7,6 +7,7 @@
 import { Readiness, Settings as Admission } from "@resilience/admission"
 import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
+import { Variables } from "@resilience/environment"
 import { InvalidParameter } from "@resilience/jitter"
 import { Config, Context, Effect, Layer, type LogLevel, Redacted, Schema } from "effect"
 
@@ -63,7 +64,7 @@ const BodyBytes = Schema.Int.check(Schema.isBetween({ minimum: 1_024, maximum: 6
 export const config: Config.Config<Settings> = Config.all({
   port: Config.schema(Port, "API_PORT").pipe(Config.withDefault(8000)),
   host: Config.String("API_HOST").pipe(Config.withDefault("0.0.0.0")),
-  schema: SchemaName.config("DB_SCHEMA"),
+  schema: SchemaName.config(Variables.schema),
   adminToken: Config.Redacted("API_ADMIN_TOKEN").pipe(
     InvalidParameter.validateConfig((token) =>
       Redacted.value(token).length >= 16

@@ -9,6 +9,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName, SchemaReadiness } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
+import { Variables } from "@resilience/environment"
 import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
@@ -48,7 +49,7 @@ export class Readiness extends Context.Service<Readiness, SchemaReadiness.Schema
 export const readinessLayer = Layer.effect(
   Readiness,
   Effect.gen(function*() {
-    const schema = yield* SchemaName.config("DB_SCHEMA")
+    const schema = yield* SchemaName.config(Variables.schema)
     const { migrate } = yield* appConfig
     return yield* SchemaReadiness.start({ schema, components: Domain.components, migrate }).pipe(Effect.orDie)
   })
@@ -78,7 +79,7 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).sp
  */
 export const deriverLayer = Layer.effectDiscard(
   Effect.gen(function*() {
-    const schema = yield* SchemaName.config("DB_SCHEMA")
+    const schema = yield* SchemaName.config(Variables.schema)
     const config = yield* DeriverConfig.config
     const readiness = yield* Readiness
     const liveness = yield* Liveness
@@ -157,6 +158,6 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
   Layer.provideMerge(readinessLayer),
   Layer.provideMerge(Liveness.layer),
-  Layer.provide(DbSession.layerConfig),
+  Layer.provide(DbSession.layerConfig(Variables.database)),
   Layer.provide(loggerLayer)
 )

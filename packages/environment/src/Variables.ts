@@ -1,0 +1,30 @@
+/**
+ * The names of the environment variables, per library whose `Config` reads them. The libraries take these
+ * names as an argument and bind none themselves; the apps (and `npm start`, the lab, the benches) pass these, so
+ * a name is written once and the README's configuration table lists them all.
+ *
+ * @since 0.1.0
+ */
+import type { DbConfig } from "@resilience/db-session"
+
+/**
+ * The database session's variables (`DbSession.layerConfig`), the reference service's names.
+ *
+ * @since 0.1.0
+ */
+export const database = {
+  url: "DATABASE_URL",
+  connectTimeoutSeconds: "DB_CONNECT_TIMEOUT_SECONDS",
+  poolClass: "DB_POOL_CLASS",
+  poolSize: "DB_POOL_SIZE",
+  driver: "DB_DRIVER",
+  applicationName: "DB_APPLICATION_NAME",
+  statementTimeoutSeconds: "DB_STATEMENT_TIMEOUT_SECONDS"
+} as const satisfies DbConfig.Names
+
+/**
+ * The tenant schema an API or deriver serves.
+ *
+ * @since 0.1.0
+ */
+export const schema = "DB_SCHEMA"
