@@ -79,7 +79,7 @@ export const config: Config.Config<Settings> = Config.all({
     )
   ),
   maxBodyBytes: Config.schema(BodyBytes, "API_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
-  retryAfter: RetryAfter.config,
+  retryAfter: RetryAfter.config(Variables.retryAfter),
   migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true)),
   idempotencyRetentionSeconds: Config.schema(RetentionSeconds, "API_IDEMPOTENCY_RETENTION_SECONDS").pipe(
     Config.withDefault(86_400)

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { RetryAfter } from "@resilience/api-errors"
 import type { DbConfig } from "@resilience/db-session"
 
 /**
@@ -28,3 +29,13 @@ export const database = {
  * @since 0.1.0
  */
 export const schema = "DB_SCHEMA"
+
+/**
+ * The API's `Retry-After` on a 503 (`RetryAfter.config`).
+ *
+ * @since 0.1.0
+ */
+export const retryAfter = {
+  seconds: "API_RETRY_AFTER_SECONDS",
+  maxSeconds: "API_RETRY_AFTER_MAX_SECONDS"
+} as const satisfies RetryAfter.Names
