@@ -84,8 +84,8 @@ export const config: Config.Config<Settings> = Config.all({
   idempotencyRetentionSeconds: Config.schema(RetentionSeconds, "API_IDEMPOTENCY_RETENTION_SECONDS").pipe(
     Config.withDefault(86_400)
   ),
-  admission: Admission.config,
-  readinessCacheMillis: Readiness.cacheMillisConfig
+  admission: Admission.config(Variables.admission),
+  readinessCacheMillis: Readiness.cacheMillisConfig(Variables.readinessCacheMillis)
 })
 
 /**

@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { Settings as AdmissionSettings } from "@resilience/admission"
 import type { RetryAfter } from "@resilience/api-errors"
 import type { DbConfig } from "@resilience/db-session"
 
@@ -39,3 +40,27 @@ export const retryAfter = {
   seconds: "API_RETRY_AFTER_SECONDS",
   maxSeconds: "API_RETRY_AFTER_MAX_SECONDS"
 } as const satisfies RetryAfter.Names
+
+/**
+ * The API's admission gate (`Settings.config`, `Gate.layerConfig` of `@resilience/admission`).
+ *
+ * @since 0.1.0
+ */
+export const admission = {
+  enabled: "API_ADMISSION_ENABLED",
+  maxConcurrency: "API_ADMISSION_MAX_CONCURRENCY",
+  minConcurrency: "API_ADMISSION_MIN_CONCURRENCY",
+  queueTimeoutMillis: "API_ADMISSION_QUEUE_TIMEOUT_MILLIS",
+  slowMillis: "API_ADMISSION_SLOW_MILLIS",
+  tripFailures: "API_ADMISSION_TRIP_FAILURES",
+  openMillis: "API_ADMISSION_OPEN_MILLIS",
+  openMaxMillis: "API_ADMISSION_OPEN_MAX_MILLIS",
+  openJitterRatio: "API_ADMISSION_OPEN_JITTER_RATIO"
+} as const satisfies AdmissionSettings.Names
+
+/**
+ * How old a `/readyz` answer may be (`Readiness.cacheMillisConfig` of `@resilience/admission`).
+ *
+ * @since 0.1.0
+ */
+export const readinessCacheMillis = "API_READINESS_CACHE_MILLIS"

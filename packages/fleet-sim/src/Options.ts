@@ -6,6 +6,7 @@
  */
 import { Settings as AdmissionSettings } from "@resilience/admission"
 import { DeriverConfig } from "@resilience/deriver"
+import { Variables } from "@resilience/environment"
 import { InvalidParameter, PollBackoff } from "@resilience/jitter"
 import { Effect, Schema } from "effect"
 import * as Model from "./Model.ts"
@@ -76,7 +77,7 @@ const gateOverride = (
   key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "openMaxMillis" | "slowMillis",
   range: Range
 ): Override =>
-  option(flag, `adaptive: ${description} (${AdmissionSettings.variables[key]})`, range, (p, v) => {
+  option(flag, `adaptive: ${description} (${Variables.admission[key]})`, range, (p, v) => {
     if (p.admission !== undefined) p.admission.gate[key] = v
   })
 
