@@ -2,12 +2,15 @@
  * The API under the faults a managed PostgreSQL really has: the database turns read-only (as right after a
  * failover, every write fails with 25006), and a statement hangs behind a lock another session holds. Writes
  * answer 503 with Retry-After while it lasts, within the statement deadline, reads keep working, and writes
- * succeed again afterwards.
+ * succeed again afterwards. Every post is recorded, and a deriver and the consistency checker run after each
+ * fault: every acknowledged message stored and folded once, a refused one nowhere.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { History } from "@resilience/checker"
 import { TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect } from "effect"
 import pg from "pg"
+import { deriveAndCheck, post as recorded } from "./Checked.ts"
 import { createWorkspace, request, start } from "./TestServer.ts"
 
 /** Sets the suite database's default for new sessions, from a session that opts out of read-only first. */
@@ -27,11 +30,9 @@ describe("apps/api under database faults", () => {
         const db = yield* TestDatabase
         const api = yield* start({ url: db.url, schema: "read_only" })
         const token = yield* createWorkspace(api, "acme")
+        const history = History.make()
         const post = (content: string) =>
-          request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
-            token,
-            body: { messages: [{ peer: "alice", content }] }
-          })
+          recorded(api, history, token, { client: "c", workspace: "acme", session: "s1", peer: "alice", content })
         assert.strictEqual((yield* post("before")).status, 201)
 
         yield* setReadOnly(db.url, db.database, true)
@@ -48,6 +49,9 @@ describe("apps/api under database faults", () => {
         assert.strictEqual(queue.status, 200, queue.text)
         assert.strictEqual(after.status, 201, after.text)
         assert.isFalse(api.logs.some((line) => line.level === "Error"), JSON.stringify(api.logs))
+        const verdict = yield* deriveAndCheck(db.url, "read_only", history, "API read-only after a failover")
+        assert.isTrue(verdict.valid)
+        assert.deepStrictEqual([verdict.totals.acknowledged, verdict.totals.unknown, verdict.totals.stored], [2, 3, 2])
         console.log(
           `[figures] API read-only: statuses during=${
             during.map((r) => r.status).join(",")
@@ -60,15 +64,14 @@ describe("apps/api under database faults", () => {
         const db = yield* TestDatabase
         const api = yield* start({ url: db.url, schema: "hanging", statementTimeout: "500 millis" })
         const token = yield* createWorkspace(api, "acme")
-        const post = request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
-          token,
-          body: { messages: [{ peer: "alice", content: "hello" }] }
-        })
+        const history = History.make()
+        const post = (content: string) =>
+          recorded(api, history, token, { client: "c", workspace: "acme", session: "s1", peer: "alice", content })
         const stuck = yield* Effect.scoped(Effect.gen(function*() {
           yield* TableLock.hold(db.url, "hanging.messages")
-          return yield* post
+          return yield* post("stuck")
         }))
-        const after = yield* post
+        const after = yield* post("after")
         console.log(
           `[figures] API write behind a lock (statement timeout 500 ms): ${stuck.status} in ${
             Math.round(stuck.millis)
@@ -79,6 +82,9 @@ describe("apps/api under database faults", () => {
         // The server's statement_timeout (500 ms) ends it; the client-side bound (1.5 s) is the backstop.
         assert.isBelow(stuck.millis, 1_500 + 1_000)
         assert.strictEqual(after.status, 201, after.text)
+        const verdict = yield* deriveAndCheck(db.url, "hanging", history, "API write stuck behind a lock")
+        assert.isTrue(verdict.valid)
+        assert.deepStrictEqual([verdict.totals.acknowledged, verdict.totals.unknown, verdict.totals.stored], [1, 1, 1])
       }))
 
     it.effect("a permanent failure the client caused is a 4xx naming the field, not a 500", () =>

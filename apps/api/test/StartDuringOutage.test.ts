@@ -1,12 +1,15 @@
 /**
  * The production entry points started while the database refuses every connection: nobody exits, the APIs
  * answer `/readyz` 503 with `Retry-After` (and `/healthz` 200) for as long as it lasts, and after the release
- * they become ready by themselves, one of them having migrated the schema, and accept a write.
+ * they become ready by themselves, one of them having migrated the schema, and accept a write, which the
+ * consistency checker then finds stored and derived exactly once.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { History } from "@resilience/checker"
 import { Saturation } from "@resilience/local-postgres"
 import { EntryPoint } from "@resilience/test-db"
 import { Effect } from "effect"
+import { deriveAndCheck, post } from "./Checked.ts"
 import { adminToken, request } from "./TestServer.ts"
 
 interface Running extends EntryPoint.Running {
@@ -94,9 +97,13 @@ describe("processes started during an outage", () => {
         })
         assert.strictEqual(created.status, 201, created.text)
         const token = (created.json as { token: string }).token
-        const posted = yield* request(servers[0]!, "POST", "/v1/workspaces/after-outage/sessions/s/messages", {
-          token,
-          body: { messages: [{ peer: "alice", content: "we survived the outage" }] }
+        const history = History.make()
+        const posted = yield* post(servers[0]!, history, token, {
+          client: "c",
+          workspace: "after-outage",
+          session: "s",
+          peer: "alice",
+          content: "we survived the outage"
         })
         assert.strictEqual(posted.status, 201, posted.text)
         yield* waitUntil(
@@ -109,6 +116,9 @@ describe("processes started during an outage", () => {
         )
         assert.deepStrictEqual(migrations.reduce((a, b) => a + b, 0), 1, JSON.stringify(migrations))
         for (const running of [...apis, deriver]) assert.strictEqual(running.exitCode(), "running", running.output())
+        // The deriver process and one in this process share the work; the message is folded in exactly once.
+        const verdict = yield* deriveAndCheck(cluster.url, "outage", history, "processes started during an outage")
+        assert.isTrue(verdict.valid)
       }).pipe(Effect.scoped),
     180_000
   )

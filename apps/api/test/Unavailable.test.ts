@@ -1,18 +1,23 @@
 import { assert, describe, it } from "@effect/vitest"
+import { History } from "@resilience/checker"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { ClosedPort, CountingProxy, SilentListener, TestDatabase } from "@resilience/test-db"
 import { Effect } from "effect"
+import { deriveAndCheck, post } from "./Checked.ts"
 import { adminToken, createWorkspace, type Reply, request, start, type TestServer } from "./TestServer.ts"
 
 const unavailable = { detail: "database temporarily unavailable" }
 const unexpected = { detail: "An unexpected error occurred" }
 
-/** One request to every endpoint that needs the database. */
-const databaseCalls = (api: TestServer, token: string, round: number) => [
+/** One request to every endpoint that needs the database; the post recorded in `history`. */
+const databaseCalls = (api: TestServer, token: string, round: number, history = History.make()) => [
   request(api, "POST", "/v1/workspaces", { token: adminToken, body: { name: `new-${round}` } }),
-  request(api, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
-    token,
-    body: { messages: [{ peer: "alice", content: `message ${round}` }] }
+  post(api, history, token, {
+    client: "c",
+    workspace: "acme",
+    session: "s1",
+    peer: "alice",
+    content: `message ${round}`
   }),
   request(api, "GET", "/v1/workspaces/acme/queue", { token }),
   request(api, "GET", "/v1/workspaces/acme/peers/alice/representation", { token }),
@@ -33,9 +38,16 @@ const assertUnavailable = (reply: Reply, withinMillis: number, maxRetryAfter = 1
 }
 
 /** Calls every database endpoint at once; each answers a 503 within `withinMillis`. Yields the replies. */
-const allUnavailable = (api: TestServer, token: string, round: number, withinMillis: number, maxRetryAfter = 1) =>
+const allUnavailable = (
+  api: TestServer,
+  token: string,
+  round: number,
+  withinMillis: number,
+  maxRetryAfter = 1,
+  history?: History.History
+) =>
   Effect.tap(
-    Effect.all(databaseCalls(api, token, round), { concurrency: "unbounded" }),
+    Effect.all(databaseCalls(api, token, round, history), { concurrency: "unbounded" }),
     (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, withinMillis, maxRetryAfter)))
   )
 
@@ -71,6 +83,7 @@ describe("apps/api when the database cannot serve", () => {
           admission: { tripFailures: 3, openMillis: 3_000 }
         })
         const token = yield* createWorkspace(api, "acme")
+        const history = History.make()
 
         const released = yield* Effect.scoped(Effect.gen(function*() {
           // Straight to the cluster, not through the proxy, so the proxy counts only the API's attempts.
@@ -80,7 +93,7 @@ describe("apps/api when the database cannot serve", () => {
           for (let round = 0; round < 3; round++) {
             const before = yield* proxy.attempts
             // Shed by the open circuit: Retry-After covers the rest of its window (at most 4.5 s).
-            yield* allUnavailable(api, token, round, 1_000, 5)
+            yield* allUnavailable(api, token, round, 1_000, 5, history)
             attempts.push((yield* proxy.attempts) - before)
           }
           // The first round trips the circuit (3 unavailable checkouts; requests already admitted make theirs);
@@ -102,11 +115,15 @@ describe("apps/api when the database cannot serve", () => {
         const waited = yield* untilReady(api, 15_000)
         assert.isBelow(waited, 4_500 + 1_000 + 1_000, "window + readiness cache + slack")
         const before = yield* proxy.attempts
-        const replies = yield* Effect.all(databaseCalls(api, token, 99), { concurrency: 1 })
+        const replies = yield* Effect.all(databaseCalls(api, token, 99, history), { concurrency: 1 })
         assert.deepStrictEqual(replies.map((reply) => reply.status), [201, 201, 200, 404, 200], "recovered, no restart")
         const attempts = (yield* proxy.attempts) - before
         assert.isAtMost(attempts, replies.length, "at most one connection attempt per request")
         assert.isAtLeast(attempts, replies.length - 1, "/readyz may answer from its cache")
+        // The writes refused with a 503 during the saturation are stored nowhere; the one after, once.
+        const verdict = yield* deriveAndCheck(cluster.url, "saturation", history, "API saturated, then released")
+        assert.isTrue(verdict.valid)
+        assert.deepStrictEqual([verdict.totals.acknowledged, verdict.totals.unknown, verdict.totals.stored], [1, 3, 1])
       }),
     180_000
   )

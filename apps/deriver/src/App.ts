@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { NodeHttpServer } from "@effect/platform-node"
-import { DbSession } from "@resilience/db-session"
+import { DbConfig, DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName, SchemaReadiness } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
@@ -32,6 +32,42 @@ export const appConfig = Config.all({
 })
 
 /**
+ * Every setting of the process, read and validated together before anything touches the database
+ * (docs/configuration.md: nothing runs on a half-valid configuration): the database's (`DATABASE_URL`, `DB_*`),
+ * `DB_SCHEMA`, the deriver's (`DERIVER_*`) and the app's own.
+ *
+ * @since 0.2.0
+ */
+export class Settings extends Context.Service<Settings, {
+  readonly database: DbConfig.Options
+  readonly schema: SchemaName.SchemaName
+  readonly deriver: DeriverConfig.DeriverConfig
+  readonly migrate: boolean
+  readonly metricsPort: number
+}>()("@resilience/deriver-app/Settings") {
+  /** Reads the whole configuration from the environment; fails with the first invalid setting. */
+  static readonly layer = Layer.effect(
+    Settings,
+    Effect.gen(function*() {
+      const database = yield* DbConfig.config(Variables.database)
+      const schema = yield* SchemaName.config(Variables.schema)
+      const deriver = yield* DeriverConfig.config
+      const { metricsPort, migrate } = yield* appConfig
+      return { database, schema, deriver, migrate, metricsPort }
+    })
+  )
+}
+
+/**
+ * The database session, from {@link Settings}.
+ *
+ * @since 0.2.0
+ */
+export const sessionLayer = Layer.unwrap(
+  Effect.map(Effect.service(Settings), (settings) => DbSession.layer(settings.database))
+)
+
+/**
  * The schema's readiness in this process: migrated (`DERIVER_MIGRATE=true`) or found migrated, in the
  * background, whether or not the database answers at start.
  *
@@ -49,8 +85,7 @@ export class Readiness extends Context.Service<Readiness, SchemaReadiness.Schema
 export const readinessLayer = Layer.effect(
   Readiness,
   Effect.gen(function*() {
-    const schema = yield* SchemaName.config(Variables.schema)
-    const { migrate } = yield* appConfig
+    const { migrate, schema } = yield* Settings
     return yield* SchemaReadiness.start({ schema, components: Domain.components, migrate }).pipe(Effect.orDie)
   })
 )
@@ -79,8 +114,7 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).sp
  */
 export const deriverLayer = Layer.effectDiscard(
   Effect.gen(function*() {
-    const schema = yield* SchemaName.config(Variables.schema)
-    const config = yield* DeriverConfig.config
+    const { deriver: config, schema } = yield* Settings
     const readiness = yield* Readiness
     const liveness = yield* Liveness
     yield* Effect.forkScoped(
@@ -135,7 +169,7 @@ export const healthzRoute = HttpRouter.add(
  * @since 0.1.0
  */
 export const metricsLayer = Layer.unwrap(Effect.gen(function*() {
-  const { metricsPort } = yield* appConfig
+  const { metricsPort } = yield* Settings
   return HttpRouter.serve(
     Layer.mergeAll(PrometheusMetrics.layerHttp({ path: "/metrics" }), readyzRoute, healthzRoute)
   ).pipe(
@@ -151,13 +185,15 @@ export const metricsLayer = Layer.unwrap(Effect.gen(function*() {
 export const loggerLayer = Logger.layer([Logger.consoleJson])
 
 /**
- * The whole app.
+ * The whole app. {@link Settings} is built first: an invalid setting stops the process before its first
+ * database attempt.
  *
  * @since 0.1.0
  */
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
   Layer.provideMerge(readinessLayer),
   Layer.provideMerge(Liveness.layer),
-  Layer.provide(DbSession.layerConfig(Variables.database)),
+  Layer.provideMerge(sessionLayer),
+  Layer.provideMerge(Settings.layer),
   Layer.provide(loggerLayer)
 )

@@ -1,14 +1,16 @@
 /**
  * The app as a process: `node --conditions=@resilience/source apps/deriver/src/main.ts` against a real
  * PostgreSQL. Invalid configuration stops it at start; SIGTERM while units are in flight stops it within the
- * grace period with nothing lost and no ownership row left; a second run finishes the work exactly once.
+ * grace period with nothing lost and no ownership row left; a second run finishes the work exactly once (the
+ * consistency checker's verdict).
  */
 import { assert, layer } from "@effect/vitest"
+import { Checker, History } from "@resilience/checker"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
-import { EntryPoint, TestDatabase } from "@resilience/test-db"
+import { CountingProxy, EntryPoint, TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, Option, References } from "effect"
 
 const main = "apps/deriver/src/main.ts"
@@ -52,18 +54,25 @@ const queueCounts = (schema: SchemaName.SchemaName) =>
   })
 
 layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/deriver (process)", (it) => {
-  it.effect("an invalid setting stops the process at start, naming the variable and the allowed range", () =>
+  it.effect("an invalid setting stops the process at start, naming the variable and the range, before any database attempt", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const running = yield* launch({
-        DATABASE_URL: database.url,
-        DERIVER_POLLING_JITTER_RATIO: "1.5",
-        DERIVER_METRICS_PORT: "0"
-      })
+      // Every connection attempt of the process goes through a counting proxy.
+      const server = new URL(database.url)
+      const proxy = yield* CountingProxy.start({ host: server.hostname, port: Number(server.port) })
+      const env = { DATABASE_URL: proxy.url(database.url), DERIVER_METRICS_PORT: "0", DERIVER_MIGRATE: "true" }
+      // A deriver setting (read last before this check existed, after the schema's readiness had started).
+      const running = yield* launch({ ...env, DERIVER_POLLING_JITTER_RATIO: "1.5" })
       const exit = yield* Effect.promise(() => running.exited)
       assert.notStrictEqual(exit.code, 0)
       assert.include(running.output(), "DERIVER_POLLING_JITTER_RATIO")
       assert.include(running.output(), "[0, 1]")
+      assert.strictEqual(yield* proxy.attempts, 0, "no connection attempt before the setting was rejected")
+      // The control: the same process with a valid configuration does reach the database through the proxy.
+      const valid = yield* launch({ ...env, DB_SCHEMA: "config_control" })
+      yield* waitFor(Effect.map(proxy.attempts, (n) => (n > 0 ? n : undefined)), 30_000, "a connection attempt")
+      valid.child.kill("SIGTERM")
+      yield* Effect.promise(() => valid.exited)
     }))
 
   it.effect("SIGTERM while units are in flight: exits within the grace period, nothing lost, no ownership row", () =>
@@ -75,13 +84,19 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       const sessions = 20
       const peers = ["alice", "bob", "carol"]
       const perPeer = 200
+      const history = History.make()
       for (let s = 0; s < sessions; s++) {
         const messages = Array.from(
           { length: perPeer },
           (_, i) =>
             peers.map((peer) => ({ peer, content: `message ${i} about apples bananas and cherries from ${peer}` }))
         ).flat()
-        yield* Messages.append(schema, "acme", `session-${s}`, messages)
+        const session = `session-${s}`
+        yield* History.recordAll(
+          history,
+          messages.map((m) => ({ client: "setup", workspace: "acme", session, ...m })),
+          Messages.append(schema, "acme", session, messages)
+        )
       }
       const port = yield* Cluster.freePort
       const env = {
@@ -147,5 +162,9 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
         assert.strictEqual(value.topTerms[0]!.count, sessions * perPeer)
       }
       assert.strictEqual((yield* queueCounts(schema)).owned, 0)
+      // The checker: every message stored once and folded once across the SIGTERM and the restart.
+      const verdict = yield* Checker.reconcile(schema, history)
+      console.log(`[checker] deriver SIGTERM mid-run, then a second run\n${Checker.table(verdict)}`)
+      assert.isTrue(verdict.valid)
     }))
 })

@@ -95,17 +95,27 @@ export const record = <A, E, R>(
   request: Request,
   write: Effect.Effect<A, E, R>,
   classify: Classify<A, E> = unknownOnFailure
+): Effect.Effect<A, E, R> => recordAll(history, [request], write, classify)
+
+/**
+ * {@link record} for a write that carries several messages (one append of a batch): one operation per message,
+ * all with the write's outcome.
+ *
+ * @since 0.1.0
+ */
+export const recordAll = <A, E, R>(
+  history: History,
+  requests: ReadonlyArray<Request>,
+  write: Effect.Effect<A, E, R>,
+  classify: Classify<A, E> = unknownOnFailure
 ): Effect.Effect<A, E, R> =>
   Effect.suspend(() => {
-    const index = history.invoke(request)
+    const indices = requests.map((request) => history.invoke(request))
     return Effect.onExit(write, (exit) =>
-      Effect.sync(() =>
-        history.complete(
-          index,
-          Exit.hasInterrupts(exit) ? "unknown" : classify(exit),
-          failureDetail(exit)
-        )
-      ))
+      Effect.sync(() => {
+        const outcome = Exit.hasInterrupts(exit) ? "unknown" : classify(exit)
+        for (const index of indices) history.complete(index, outcome, failureDetail(exit))
+      }))
   })
 
 const failureDetail = <A, E>(exit: Exit.Exit<A, E>): string => {

@@ -79,7 +79,8 @@ export interface Input {
   readonly overloadSlowPollSeconds?: number | undefined
   /** Default: ten times the max interval. */
   readonly overloadMaxIntervalSeconds?: number | undefined
-  readonly overloadRecoveryFactor?: number | undefined
+  /** Default: the max interval. */
+  readonly overloadRecoverySeconds?: number | undefined
   readonly overloadEnabled?: boolean | undefined
   readonly historyRetentionHours?: number | undefined
   readonly claimTimeoutSeconds?: number | undefined
@@ -105,7 +106,7 @@ export const variables = {
   batchSize: "DERIVER_BATCH_SIZE",
   overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
   overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
-  overloadRecoveryFactor: "DERIVER_OVERLOAD_RECOVERY_FACTOR",
+  overloadRecoverySeconds: "DERIVER_OVERLOAD_RECOVERY_SECONDS",
   overloadEnabled: "DERIVER_OVERLOAD_ENABLED",
   historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
   claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
@@ -129,7 +130,6 @@ export const defaults = {
   shutdownGraceSeconds: 10,
   batchSize: 20,
   overloadSlowPollSeconds: 2,
-  overloadRecoveryFactor: 1.5,
   overloadEnabled: true,
   historyRetentionHours: 168,
   claimTimeoutSeconds: 10
@@ -156,7 +156,6 @@ const nonNegativeSeconds = (value: number, parameter: string) =>
   )
 const positiveMinutes = Parameters.check(Parameters.PositiveMillis, "a finite number of minutes > 0")
 const positiveHours = Parameters.check(Parameters.PositiveMillis, "a finite number of hours > 0")
-const factorAboveOne = Parameters.check(Schema.Finite.check(Schema.isGreaterThan(1)), "a finite number > 1")
 const toMillis = (seconds: number) => seconds * 1000
 
 /** The settings with a numeric default. */
@@ -208,7 +207,10 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
         `a finite number of seconds >= ${variables.pollingSleepMaxIntervalSeconds} (${max})`
       )(overloadMax, variables.overloadMaxIntervalSeconds)
     )
-    const recoveryFactor = yield* setting(input, "overloadRecoveryFactor", factorAboveOne)
+    const recoveryMillis = yield* positiveSeconds(
+      input.overloadRecoverySeconds ?? max,
+      variables.overloadRecoverySeconds
+    )
     const historyRetentionMillis = (yield* setting(input, "historyRetentionHours", positiveHours)) * 3_600_000
     const claimTimeoutMillis = yield* setting(input, "claimTimeoutSeconds", positiveSeconds)
     const backoff: PollBackoff.Settings = {
@@ -227,7 +229,7 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryFactor },
+      overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,
       claimTimeoutMillis
@@ -257,7 +259,7 @@ export const config: Config.Config<DeriverConfig> = Config.all({
   batchSize: optionalNumber(variables.batchSize),
   overloadSlowPollSeconds: optionalNumber(variables.overloadSlowPollSeconds),
   overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
-  overloadRecoveryFactor: optionalNumber(variables.overloadRecoveryFactor),
+  overloadRecoverySeconds: optionalNumber(variables.overloadRecoverySeconds),
   overloadEnabled: Config.option(Config.Boolean(variables.overloadEnabled)),
   historyRetentionHours: optionalNumber(variables.historyRetentionHours),
   claimTimeoutSeconds: optionalNumber(variables.claimTimeoutSeconds)

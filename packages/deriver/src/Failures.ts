@@ -9,13 +9,38 @@ import { Predicate } from "effect"
 
 /**
  * Whether a failure means "the database, not the item": anything `@resilience/db-session`'s table calls
- * unavailable, transient or misconfigured (`Classify.isDatabaseCondition`). Such an item stays unprocessed and
- * the worker backs off; only a permanent database error (the handler's data is wrong) or a failure of the
- * handler's own is recorded as the item's error.
+ * unavailable, transient or misconfigured. Such an item stays unprocessed and the worker backs off; only a
+ * permanent database error (the handler's data is wrong) or a failure of the handler's own is recorded as the
+ * item's error.
+ *
+ * Read through db-session's one table (`Classify`), for db-session's errors and for a raw driver error alike:
+ * a handler that uses a driver directly (a `pg` `DatabaseError`, a postgres.js `PostgresError`: a server's
+ * error response, with a SQLSTATE and a severity), thrown as a failure or a defect, or wrapped as the `cause`
+ * of another error (`Effect.tryPromise`), means what its SQLSTATE means. A Node system code alone
+ * (`ECONNREFUSED`, `ETIMEDOUT`) is not read as the database's: a handler's own HTTP call fails with those too.
  *
  * @since 0.1.0
  */
-export const isDatabaseFailure = (error: unknown): boolean => Classify.isDatabaseCondition(error)
+export const isDatabaseFailure = (error: unknown): boolean => {
+  let current = error
+  for (let depth = 0; depth < maxCauseDepth && current !== undefined && current !== null; depth++) {
+    if (Classify.isDatabaseCondition(current) || isDriverCondition(current)) return true
+    current = Predicate.hasProperty(current, "cause") ? current.cause : undefined
+  }
+  return false
+}
+
+/** How deep {@link isDatabaseFailure} follows `cause`. */
+const maxCauseDepth = 5
+
+/** A server's error response thrown by a driver as is, whose SQLSTATE db-session's table calls a condition. */
+const isDriverCondition = (error: unknown): boolean => {
+  if (!Predicate.hasProperty(error, "severity") || !Predicate.hasProperty(error, "code")) return false
+  const described = Classify.describe(error)
+  if (described.code === undefined || !/^[0-9A-Z]{5}$/.test(described.code)) return false
+  const row = Classify.lookup(described)
+  return row !== undefined && row.meaning !== "permanent"
+}
 
 const maxLength = 2000
 

@@ -1,17 +1,27 @@
 /**
- * Overload-aware polling as pure functions of a uniform draw, in the style of {@link Scheduling}: which poll
- * observations are overload signals, how the overload floor moves, and what it does to the next sleep. The
- * deriver's loop and the fleet simulator both call these, so a simulated deriver backs off exactly as the
- * real one does.
+ * Overload-aware polling as pure functions of the clock and a uniform draw, in the style of {@link Scheduling}:
+ * which poll observations are overload signals, how the overload floor moves, and what it does to the next
+ * sleep. The deriver's loop and the fleet simulator both call these, so a simulated deriver backs off exactly
+ * as the real one does.
  *
  * The floor is a lower bound on the poll interval. Without an overload signal it stays 0 and every sleep is
- * exactly {@link Scheduling.decide}'s (the 1 → 2 → 4 → … → 30 s schedule, reset on a claim). Each overload
- * signal multiplies the floor (multiplicative decrease of the offered poll rate, as AIMD does on loss), so it
- * continues the schedule's doubling past the idle cap up to the overload cap; each fast poll divides it by
- * the recovery factor (smaller than the multiplier), so the rate comes back over several polls, never in one
- * step. Signals, as in delay-based congestion control (TCP Vegas): a poll whose checkout plus claim took
- * longer than the slow-poll threshold, a claim cancelled by its statement timeout, and an unavailable
- * database.
+ * exactly {@link Scheduling.decide}'s (the 1 → 2 → 4 → … → 30 s schedule, reset on a claim). Only evidence
+ * that the database answers but thrashes is a signal, as in delay-based congestion control (TCP Vegas): a
+ * poll whose checkout plus claim took longer than the slow-poll threshold, and a claim cancelled by its
+ * deadline. An unavailable database (a refused or timed-out connection) is an outage, not thrash: it keeps
+ * the spec's capped schedule, whose cap bounds how long work waits once the database is back.
+ *
+ * Each signal multiplies the floor (multiplicative decrease of the offered poll rate, as AIMD does on loss),
+ * continuing the schedule's doubling past the idle cap up to the overload cap. The floor holds until a healthy
+ * poll (answered within the threshold); from then on it falls linearly with wall-clock time, from the overload
+ * cap to 0 in `recoveryMillis` (default: the idle cap), and no sleep decided meanwhile outlasts it. So once
+ * polls are healthy again the deriver is back on the idle schedule within `recoveryMillis`, whatever the
+ * floor's height. An unavailable poll neither raises the floor nor lets it fall: it says nothing about thrash
+ * (without a floor, an outage is the spec's schedule exactly).
+ *
+ * Under the floor, time-driven polls (an empty queue, an error) wait it out; a poll that found work is
+ * followed by the next claim as soon as a worker is free, as without overload, unless that claim itself was
+ * slow (a signal: the loop then sleeps the floor).
  *
  * @since 0.2.0
  */
@@ -31,16 +41,19 @@ export interface Settings {
   readonly maxMillis: number
   /** The floor's growth per overload signal (the schedule's multiplier). */
   readonly multiplier: number
-  /** The floor's division per fast poll (> 1). */
-  readonly recoveryFactor: number
+  /**
+   * Wall-clock time of healthy polling in which the floor falls from `maxMillis` to 0 (linearly; a lower
+   * floor is gone sooner). The bound on the floor's return.
+   */
+  readonly recoveryMillis: number
 }
 
 /**
  * What a poll said about the database:
  * - `fast`: it succeeded within the slow-poll threshold;
- * - `slow`: it succeeded, but took longer than the threshold;
- * - `cancelled`: the claim was cancelled by its statement timeout;
- * - `unavailable`: no connection (refused, timed out, the server is shutting down);
+ * - `slow`: it succeeded, but took longer than the threshold (overload);
+ * - `cancelled`: the claim was cancelled by its deadline (overload);
+ * - `unavailable`: no connection (refused, timed out, the server is shutting down): an outage, not overload;
  * - `none`: nothing to learn (no poll because every worker was busy, or a failure that is not overload).
  *
  * @since 0.2.0
@@ -55,12 +68,18 @@ export type Signal = "fast" | "slow" | "cancelled" | "unavailable" | "none"
 export type PollResult = "succeeded" | "cancelled" | "unavailable" | "failed"
 
 /**
- * The overload state: the floor of the poll interval (0: no overload).
+ * The overload state: the floor of the poll interval (0: no overload) and since when it falls.
  *
  * @since 0.2.0
  */
 export interface State {
+  /** The floor as set by the last overload signal. */
   readonly floorMillis: number
+  /**
+   * When healthy polling began after the last overload signal (the floor falls from then on); `Infinity`
+   * while it holds (no healthy poll since the last signal).
+   */
+  readonly healthySinceMillis: number
 }
 
 /**
@@ -68,10 +87,10 @@ export interface State {
  *
  * @since 0.2.0
  */
-export const initial: State = { floorMillis: 0 }
+export const initial: State = { floorMillis: 0, healthySinceMillis: Infinity }
 
 /**
- * Whether the state is overloaded (the floor is in force).
+ * Whether the state is overloaded (a floor was set and has not been seen gone yet).
  *
  * @since 0.2.0
  */
@@ -95,75 +114,129 @@ export const signalOf = (settings: Settings, result: PollResult, elapsedMillis: 
 }
 
 /**
- * Whether a signal says the database is overloaded.
+ * Whether a signal says the database answers but thrashes: a slow poll or a cancelled claim. An unavailable
+ * database is not one (an outage keeps the spec's schedule).
  *
  * @since 0.2.0
  */
-export const isOverloadSignal = (signal: Signal): boolean =>
-  signal === "slow" || signal === "cancelled" || signal === "unavailable"
+export const isOverloadSignal = (signal: Signal): boolean => signal === "slow" || signal === "cancelled"
 
 /**
- * The floor after a signal. `scheduledMillis` is the schedule's interval after its own decision (so the
- * floor starts where the schedule is and continues its doubling):
- * - overload: `min(max, max(floor × multiplier, scheduled))`;
- * - `fast`: `floor / recoveryFactor`, dropped to 0 once below the base interval;
- * - `none`: unchanged.
+ * Whether a signal is healthy polling, which lets the floor fall: a poll answered within the threshold. (An
+ * unavailable database is neither thrash nor health: the floor, if any, holds; without one it stays 0.)
+ *
+ * @since 0.2.0
+ */
+export const isHealthySignal = (signal: Signal): boolean => signal === "fast"
+
+/** How fast the floor falls (milliseconds of floor per millisecond of healthy polling). */
+const decayRate = (settings: Settings): number => settings.maxMillis / settings.recoveryMillis
+
+/**
+ * The floor in force at `nowMillis`: the floor set by the last signal, less what healthy polling since has
+ * taken off it (at most 0).
+ *
+ * @since 0.2.0
+ */
+export const floorAt = (settings: Settings, state: State, nowMillis: number): number => {
+  if (state.floorMillis <= 0) return 0
+  const healthy = Math.max(0, nowMillis - state.healthySinceMillis)
+  const floor = state.floorMillis - healthy * decayRate(settings)
+  return floor > 0 ? floor : 0
+}
+
+/**
+ * How long until the floor is gone, from `nowMillis` (0 without a floor; `Infinity` while it holds).
+ *
+ * @since 0.2.0
+ */
+export const remainingMillis = (settings: Settings, state: State, nowMillis: number): number => {
+  const floor = floorAt(settings, state, nowMillis)
+  if (floor === 0) return 0
+  return nowMillis >= state.healthySinceMillis ? floor / decayRate(settings) : Infinity
+}
+
+/**
+ * The state after a poll's signal at `nowMillis`. `scheduledMillis` is the schedule's interval after its own
+ * decision (so the floor starts where the schedule is and continues its doubling):
+ * - overload: `min(max, max(floor × multiplier, scheduled))`, holding until a healthy poll;
+ * - healthy (`fast`): the floor starts falling (if it is not already), or is gone;
+ * - `unavailable`, `none`: unchanged.
  *
  * @since 0.2.0
  */
 export const step = (
   settings: Settings,
-  backoff: PollBackoff.Settings,
   state: State,
   signal: Signal,
-  scheduledMillis: number
+  scheduledMillis: number,
+  nowMillis: number
 ): State => {
   if (isOverloadSignal(signal)) {
+    const floor = floorAt(settings, state, nowMillis)
     return {
-      floorMillis: Math.min(settings.maxMillis, Math.max(state.floorMillis * settings.multiplier, scheduledMillis))
+      floorMillis: Math.min(settings.maxMillis, Math.max(floor * settings.multiplier, scheduledMillis)),
+      healthySinceMillis: Infinity
     }
   }
-  if (signal === "fast" && state.floorMillis > 0) {
-    const lowered = state.floorMillis / settings.recoveryFactor
-    return { floorMillis: lowered < backoff.baseMillis ? 0 : lowered }
+  if (isHealthySignal(signal) && isOverloaded(state)) {
+    if (floorAt(settings, state, nowMillis) === 0) return initial
+    return { floorMillis: state.floorMillis, healthySinceMillis: Math.min(state.healthySinceMillis, nowMillis) }
   }
   return state
 }
 
 /**
- * Whether the next sleep consumes a uniform draw: when the schedule's decision does, or when the floor is in
- * force with a jitter ratio. Without overload this is exactly {@link Scheduling.needsDraw}, so a seeded
- * sequence is consumed as before.
+ * Whether the next decision consumes a uniform draw: when the schedule's does, or for a slow claim (which
+ * sleeps the jittered floor). Without overload signals this is exactly {@link Scheduling.needsDraw}, so a
+ * seeded sequence is consumed as before.
  *
  * @since 0.2.0
  */
-export const needsDraw = (state: State, outcome: Scheduling.Outcome, backoff: PollBackoff.Settings): boolean =>
-  Scheduling.needsDraw(outcome, backoff) || (isOverloaded(state) && backoff.ratio !== 0)
+export const needsDraw = (outcome: Scheduling.Outcome, signal: Signal, backoff: PollBackoff.Settings): boolean =>
+  Scheduling.needsDraw(outcome, backoff) || (backoff.ratio !== 0 && isOverloadSignal(signal))
 
 /**
- * The sleep under the floor (of the state BEFORE this poll's step, as the schedule sleeps its current
- * interval before growing it): the schedule's sleep, or the jittered floor if longer. With the same draw
- * `u` the jitter is monotone in the interval, so this equals jittering the larger of the two intervals.
+ * The sleep after a poll, given the schedule's sleep and the states before and after this poll's step:
+ * - `busy`: the schedule's (a jittered base, ended early by a free worker: a local event);
+ * - `claimed`: 0 (work drains at once), or the jittered floor when the claim was slow;
+ * - `empty` and `error`: the schedule's sleep or the jittered floor, the longer. After a signal, the floor
+ *   before it (as the schedule sleeps its current interval before growing it); while the floor falls, never
+ *   longer than the time until it is gone.
  *
  * @since 0.2.0
  */
 export const sleepFrom = (
-  state: State,
+  settings: Settings,
   backoff: PollBackoff.Settings,
+  before: State,
+  after: State,
+  outcome: Scheduling.Outcome,
+  signal: Signal,
   scheduledSleepMillis: number,
+  nowMillis: number,
   u: number
-): number =>
-  isOverloaded(state)
-    ? Math.max(scheduledSleepMillis, Jitter.jitterFrom(state.floorMillis, backoff.ratio, u))
-    : scheduledSleepMillis
-
-/**
- * Whether a busy loop (every worker busy) may be woken early by a worker becoming free: only when not
- * overloaded (under overload the floor holds for every poll, local wake-ups included).
- *
- * @since 0.2.0
- */
-export const wakesOnFreeWorker = (state: State): boolean => !isOverloaded(state)
+): number => {
+  switch (outcome) {
+    case "busy":
+      return scheduledSleepMillis
+    case "claimed":
+      return isOverloadSignal(signal) ? Jitter.jitterFrom(after.floorMillis, backoff.ratio, u) : 0
+    case "empty":
+    case "error": {
+      if (isOverloadSignal(signal)) {
+        const floor = floorAt(settings, before, nowMillis)
+        return floor > 0
+          ? Math.max(scheduledSleepMillis, Jitter.jitterFrom(floor, backoff.ratio, u))
+          : scheduledSleepMillis
+      }
+      const floor = floorAt(settings, after, nowMillis)
+      if (floor === 0) return scheduledSleepMillis
+      const jittered = Math.min(Jitter.jitterFrom(floor, backoff.ratio, u), remainingMillis(settings, after, nowMillis))
+      return Math.max(scheduledSleepMillis, jittered)
+    }
+  }
+}
 
 /**
  * One whole decision: the schedule's, then the floor's; what the deriver loop and the simulator call.
@@ -174,14 +247,16 @@ export interface Decision {
   readonly sleepMillis: number
   readonly schedule: PollBackoff.State
   readonly overload: State
+  /** The floor in force after the decision (0: none), for metrics and observers. */
+  readonly floorMillis: number
   /** Whether a worker becoming free may end the sleep early. */
   readonly wakeable: boolean
 }
 
 /**
- * The loop's decision after a poll: {@link Scheduling.decide} for the schedule, then the floor for the
- * sleep, then the floor's step with this poll's signal. With `initial` and only `fast`/`none` signals this
- * is exactly `Scheduling.decide`.
+ * The loop's decision after a poll at `nowMillis`: {@link Scheduling.decide} for the schedule, the floor's
+ * step with this poll's signal, then the sleep ({@link sleepFrom}). With `initial` and no overload signal
+ * this is exactly `Scheduling.decide`.
  *
  * @since 0.2.0
  */
@@ -192,13 +267,16 @@ export const decide = (
   overload: State,
   outcome: Scheduling.Outcome,
   signal: Signal,
+  nowMillis: number,
   u: number
 ): Decision => {
   const scheduled = Scheduling.decide(backoff, schedule, outcome, u)
+  const next = step(settings, overload, signal, scheduled.state.currentMillis, nowMillis)
   return {
-    sleepMillis: sleepFrom(overload, backoff, scheduled.sleepMillis, u),
+    sleepMillis: sleepFrom(settings, backoff, overload, next, outcome, signal, scheduled.sleepMillis, nowMillis, u),
     schedule: scheduled.state,
-    overload: step(settings, backoff, overload, signal, scheduled.state.currentMillis),
-    wakeable: outcome === "busy" && wakesOnFreeWorker(overload)
+    overload: next,
+    floorMillis: floorAt(settings, next, nowMillis),
+    wakeable: outcome === "busy"
   }
 }

@@ -77,7 +77,7 @@ export type Event =
     readonly sleepMillis: number
     /** The unjittered interval of the schedule after the decision. */
     readonly intervalMillis: number
-    /** The overload floor after the decision (0: no overload). */
+    /** The overload floor in force after the decision (0: no overload). */
     readonly floorMillis: number
     /** The poll's overload signal (`none` when there was no poll). */
     readonly signal: Overload.Signal
@@ -110,7 +110,7 @@ export interface PollLoop {
 }
 
 /** Settings under which no signal changes anything (a loop without overload settings). */
-const noOverload: Overload.Settings = { slowPollMillis: Infinity, maxMillis: 0, multiplier: 1, recoveryFactor: 2 }
+const noOverload: Overload.Settings = { slowPollMillis: Infinity, maxMillis: 0, multiplier: 1, recoveryMillis: 1 }
 
 /**
  * Starts the loop in the current scope; closing the scope shuts it down gracefully.
@@ -221,20 +221,30 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         const signal = options.overload === undefined || polled.result === undefined
           ? "none"
           : Overload.signalOf(options.overload, polled.result, "elapsedMillis" in polled ? polled.elapsedMillis : 0)
-        const u = yield* draw(Overload.needsDraw(overload, outcome, settings))
-        const decision = Overload.decide(options.overload ?? noOverload, settings, state, overload, outcome, signal, u)
+        const u = yield* draw(Overload.needsDraw(outcome, signal, settings))
+        const decidedAt = yield* Clock.currentTimeMillis
+        const decision = Overload.decide(
+          options.overload ?? noOverload,
+          settings,
+          state,
+          overload,
+          outcome,
+          signal,
+          decidedAt,
+          u
+        )
         state = decision.schedule
         overload = decision.overload
         yield* Metric.update(DeriverMetrics.pollsBy[outcome], 1)
         yield* Metric.update(DeriverMetrics.pollInterval, state.currentMillis / 1000)
-        yield* Metric.update(DeriverMetrics.overloadFloor, overload.floorMillis / 1000)
+        yield* Metric.update(DeriverMetrics.overloadFloor, decision.floorMillis / 1000)
         yield* observe({
           _tag: "Polled",
           outcome,
           claimed,
           sleepMillis: decision.sleepMillis,
           intervalMillis: state.currentMillis,
-          floorMillis: overload.floorMillis,
+          floorMillis: decision.floorMillis,
           signal
         })
         if (decision.sleepMillis > 0 && decision.wakeable) {

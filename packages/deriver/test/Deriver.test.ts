@@ -1,7 +1,9 @@
 /** The deriver against real PostgreSQL: exclusivity, order, stale takeover, handler failures, shutdown. */
 import { assert, layer } from "@effect/vitest"
 import { DatabaseUnavailable, DbSession } from "@resilience/db-session"
-import { Deferred, Effect, Scope } from "effect"
+import { TestDatabase } from "@resilience/test-db"
+import { Deferred, Effect, Predicate, Scope } from "effect"
+import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import * as Handlers from "../src/Handlers.ts"
 import * as Queue from "../src/Queue.ts"
@@ -213,6 +215,77 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       const errors = yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE error IS NOT NULL`)
       assert.strictEqual(errors, 0, "no item is marked with a database error")
       void db
+    }))
+
+  it.effect("a raw driver error in a handler means what its SQLSTATE means in db-session's table", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const { url } = yield* TestDatabase
+      // A role that may not connect at all: connecting as it is a real 53300 (too_many_connections) from the
+      // server, thrown by pg as a raw DatabaseError.
+      const role = `limited_${schema}`
+      const db = yield* DbSession
+      yield* db.query(`CREATE ROLE ${role} LOGIN PASSWORD 'x' CONNECTION LIMIT 0`)
+      yield* Effect.addFinalizer(() => Effect.ignore(db.query(`DROP ROLE IF EXISTS ${role}`)))
+      const limited = new URL(url)
+      limited.username = role
+      limited.password = "x"
+      /** Runs `sql` on a raw pg client (not db-session): its failure is the driver's own error. */
+      const raw = async (connectionString: string, sql: string) => {
+        const client = new pg.Client({ connectionString })
+        client.on("error", () => undefined)
+        try {
+          await client.connect()
+          await client.query(sql)
+        } finally {
+          await client.end().catch(() => undefined)
+        }
+      }
+      yield* enqueue(
+        schema,
+        ["refused", "timeout", "syntax"].map((kind) => ({ workUnitKey: "raw", taskType: "work", payload: { kind } }))
+      )
+      const attempts = new Map<string, number>()
+      const codes = new Map<string, unknown>()
+      const handlers = Handlers.make({
+        work: (item) =>
+          Effect.gen(function*() {
+            const kind = (item.payload as { kind: string }).kind
+            const attempt = (attempts.get(kind) ?? 0) + 1
+            attempts.set(kind, attempt)
+            const record = (error: unknown) => Effect.sync(() => codes.set(kind, (error as { code?: unknown }).code))
+            if (kind === "refused" && attempt === 1) {
+              // Thrown as a defect (Effect.promise), the way a handler that awaits a driver fails.
+              yield* Effect.promise(() => raw(limited.toString(), "SELECT 1")).pipe(Effect.tapDefect(record))
+            }
+            if (kind === "timeout" && attempt === 1) {
+              // A failure wrapping the driver's error as its cause (Effect.tryPromise): 57014, transient.
+              yield* Effect.tryPromise(() => raw(url, "SET statement_timeout = 50; SELECT pg_sleep(1)")).pipe(
+                Effect.tapError((error) => record(Predicate.hasProperty(error, "cause") ? error.cause : error))
+              )
+            }
+            if (kind === "syntax") yield* Effect.promise(() => raw(url, "SELEC 1")).pipe(Effect.tapDefect(record))
+          })
+      })
+      const config = yield* testConfig({ pollingSleepIntervalSeconds: 0.05, pollingSleepMaxIntervalSeconds: 0.2 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+        })
+      )
+      assert.strictEqual(codes.get("refused"), "53300", "the server refused the raw connection")
+      assert.strictEqual(codes.get("timeout"), "57014", "the server cancelled the raw statement")
+      assert.strictEqual(codes.get("syntax"), "42601")
+      const rows = yield* db.query<{ kind: string; error: string | null }>(
+        `SELECT payload->>'kind' AS kind, error FROM ${SchemaName.qualify(schema, "queue")} ORDER BY id`
+      )
+      // Unavailable and transient: left for a later attempt, then done; permanent: marked with its error.
+      assert.strictEqual(rows[0]!.error, null)
+      assert.strictEqual(rows[1]!.error, null)
+      assert.include(rows[2]!.error ?? "", "syntax error")
+      assert.strictEqual(attempts.get("refused"), 2, "run again after the refusal")
+      assert.strictEqual(attempts.get("timeout"), 2, "run again after the cancelled statement")
     }))
 
   it.effect("graceful shutdown: in-flight units finish within the grace period, ownership rows are released", () =>

@@ -20,7 +20,7 @@ describe("DeriverConfig", () => {
         cleanupIntervalMillis: 60_000,
         shutdownGraceMillis: 10_000,
         batchSize: 20,
-        overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryFactor: 1.5 },
+        overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
         overloadEnabled: true,
         historyRetentionMillis: 168 * 3_600_000,
         claimTimeoutMillis: 10_000
@@ -37,6 +37,8 @@ describe("DeriverConfig", () => {
       assert.strictEqual(value.initialInterval, "max")
       assert.isFalse(value.backoff.enabled)
       assert.isFalse(value.overloadEnabled)
+      // The floor's recovery time defaults to the idle cap.
+      assert.strictEqual(value.overload.recoveryMillis, 10_000)
     }))
 
   /** A variable, its bad value, words the error must say, and the other variables set alongside. */
@@ -59,7 +61,7 @@ describe("DeriverConfig", () => {
     ["DERIVER_POLLING_INITIAL_INTERVAL", "middle", "base or max"],
     ["DERIVER_OVERLOAD_SLOW_POLL_SECONDS", "0", "> 0"],
     ["DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS", "20", ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"],
-    ["DERIVER_OVERLOAD_RECOVERY_FACTOR", "1", "> 1"],
+    ["DERIVER_OVERLOAD_RECOVERY_SECONDS", "0", "> 0"],
     ["DERIVER_HISTORY_RETENTION_HOURS", "0", "> 0"],
     ["DERIVER_CLAIM_TIMEOUT_SECONDS", "0", "> 0"]
   ]

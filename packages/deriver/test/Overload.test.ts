@@ -13,38 +13,60 @@ const backoff = (ratio: number): PollBackoff.Settings => ({
   ratio
 })
 
-const settings: Overload.Settings = { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryFactor: 1.5 }
+const settings: Overload.Settings = {
+  slowPollMillis: 2000,
+  maxMillis: 300_000,
+  multiplier: 2,
+  recoveryMillis: 30_000
+}
+
+/** The first `n` intervals of the doubling from 1 s, capped at `capMillis`. */
+const doubling = (n: number, capMillis: number) =>
+  Array.from({ length: n }, (_, i) => Math.min(1000 * 2 ** i, capMillis))
 
 const repeat = (n: number, poll: readonly [Scheduling.Outcome, Overload.Signal]) =>
   Array.from({ length: n }, () => poll)
 
-/** Runs a sequence of (outcome, signal) polls from the initial states; returns the sleeps and floors. */
+/**
+ * Runs a sequence of (outcome, signal) polls from the initial states, each taking `pollMillis` and followed by
+ * its sleep on a clock; returns the sleeps, the floors in force and the times of the decisions.
+ */
 const replay = (
   ratio: number,
   polls: ReadonlyArray<readonly [Scheduling.Outcome, Overload.Signal]>,
-  draws: (i: number) => number = () => 0.5
+  draws: (i: number) => number = () => 0.5,
+  pollMillis = 10
 ) => {
   let schedule = Scheduling.initialState(backoff(ratio), "base")
   let overload = Overload.initial
+  let now = 0
   const sleeps: Array<number> = []
   const floors: Array<number> = []
+  const times: Array<number> = []
   polls.forEach(([outcome, signal], i) => {
-    const decision = Overload.decide(settings, backoff(ratio), schedule, overload, outcome, signal, draws(i))
+    now += pollMillis
+    const decision = Overload.decide(settings, backoff(ratio), schedule, overload, outcome, signal, now, draws(i))
     sleeps.push(decision.sleepMillis)
+    times.push(now)
     schedule = decision.schedule
     overload = decision.overload
-    floors.push(overload.floorMillis)
+    floors.push(decision.floorMillis)
+    now += decision.sleepMillis
   })
-  return { sleeps, floors }
+  return { sleeps, floors, times }
 }
 
 describe("Overload (pure)", () => {
-  it("signals: slow above the threshold, cancelled and unavailable; other failures teach nothing", () => {
+  it("signals: slow above the threshold and cancelled are overload; unavailable is an outage; others teach nothing", () => {
     assert.strictEqual(Overload.signalOf(settings, "succeeded", 2000), "fast")
     assert.strictEqual(Overload.signalOf(settings, "succeeded", 2001), "slow")
     assert.strictEqual(Overload.signalOf(settings, "cancelled", 5), "cancelled")
     assert.strictEqual(Overload.signalOf(settings, "unavailable", 5), "unavailable")
     assert.strictEqual(Overload.signalOf(settings, "failed", 60_000), "none")
+    assert.deepStrictEqual(
+      (["fast", "slow", "cancelled", "unavailable", "none"] as const).filter(Overload.isOverloadSignal),
+      ["slow", "cancelled"]
+    )
   })
 
   it("without overload signals every decision is exactly Scheduling.decide's (same draws, same sleeps)", () => {
@@ -54,7 +76,7 @@ describe("Overload (pure)", () => {
         fc.array(
           fc.tuple(
             fc.constantFrom<Scheduling.Outcome>("claimed", "empty", "busy", "error"),
-            fc.constantFrom<Overload.Signal>("fast", "none"),
+            fc.constantFrom<Overload.Signal>("fast", "unavailable", "none"),
             fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true })
           ),
           { maxLength: 40 }
@@ -62,13 +84,15 @@ describe("Overload (pure)", () => {
         (ratio, polls) => {
           let state = Scheduling.initialState(backoff(ratio), "base")
           let overload = Overload.initial
+          let now = 0
           for (const [outcome, signal, u] of polls) {
             assert.strictEqual(
-              Overload.needsDraw(overload, outcome, backoff(ratio)),
+              Overload.needsDraw(outcome, signal, backoff(ratio)),
               Scheduling.needsDraw(outcome, backoff(ratio))
             )
             const expected = Scheduling.decide(backoff(ratio), state, outcome, u)
-            const actual = Overload.decide(settings, backoff(ratio), state, overload, outcome, signal, u)
+            const actual = Overload.decide(settings, backoff(ratio), state, overload, outcome, signal, now, u)
+            now += actual.sleepMillis + 7
             assert.strictEqual(actual.sleepMillis, expected.sleepMillis)
             assert.deepStrictEqual(actual.schedule, expected.state)
             assert.deepStrictEqual(actual.overload, Overload.initial)
@@ -81,57 +105,131 @@ describe("Overload (pure)", () => {
     )
   })
 
-  it("an outage continues the doubling past the idle cap and stops at the overload cap", () => {
+  it("an outage keeps the spec's schedule: 1, 2, 4, … capped at the idle cap, no floor", () => {
     const { floors, sleeps } = replay(0, repeat(12, ["error", "unavailable"] as const))
-    assert.deepStrictEqual(sleeps, [
-      1000,
-      2000,
-      4000,
-      8000,
-      16_000,
-      32_000,
-      64_000,
-      128_000,
-      256_000,
-      300_000,
-      300_000,
-      300_000
-    ])
+    assert.deepStrictEqual(sleeps, doubling(12, 30_000))
+    assert.isTrue(floors.every((floor) => floor === 0))
+  })
+
+  it("slow polls continue the doubling past the idle cap and stop at the overload cap", () => {
+    const { floors, sleeps } = replay(0, repeat(12, ["empty", "slow"] as const))
+    // 1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300 s
+    assert.deepStrictEqual(sleeps, doubling(12, 300_000))
     assert.isTrue(floors.every((floor) => floor <= 300_000))
   })
 
-  it("slow polls raise the interval past the idle cap even while claiming, and no further than the cap", () => {
+  it("slow claims sleep the floor, which doubles from the base even while claiming, up to the cap", () => {
     const { floors, sleeps } = replay(0, repeat(14, ["claimed", "slow"] as const))
-    // Claims reset the schedule (sleep 0), but the floor doubles from the base: 1, 2, 4, … 256, 300 s.
-    assert.deepStrictEqual(sleeps.slice(0, 3), [0, 1000, 2000])
+    // A claim resets the schedule (it would poll again at once), but a slow one waits out the floor.
+    assert.deepStrictEqual(sleeps.slice(0, 4), [1000, 2000, 4000, 8000])
     assert.isTrue(sleeps.some((sleep) => sleep > 30_000), "past the idle cap")
     assert.strictEqual(Math.max(...sleeps), 300_000)
     assert.strictEqual(floors.at(-1), 300_000)
   })
 
-  it("fast polls bring the floor back gradually, never in one step, then the schedule is the spec's again", () => {
-    const overloaded = repeat(10, ["empty", "unavailable"] as const)
-    const recovering = repeat(16, ["empty", "fast"] as const)
-    const { floors, sleeps } = replay(0, [...overloaded, ...recovering])
-    for (let i = 10; i < floors.length; i++) {
-      const previous = floors[i - 1]!
-      assert.isTrue(floors[i]! <= previous, "never rises on a fast poll")
-      if (floors[i]! > 0) assert.isAtLeast(floors[i]!, previous / 1.5 - 1e-9, "at most one recovery factor per poll")
-    }
-    // From the cap back to the idle cap takes several fast polls.
-    const back = sleeps.slice(10).findIndex((sleep) => sleep <= 30_000)
-    assert.isAtLeast(back, 4)
-    // Eventually the floor is gone and the empty schedule sleeps its cap, 30 s.
-    assert.strictEqual(floors.at(-1), 0)
+  it("under the floor a claim that was fast is followed by the next poll at once; a busy loop wakes on a free worker", () => {
+    const overloaded: Overload.State = { floorMillis: 300_000, healthySinceMillis: Infinity }
+    const claimed = Overload.decide(
+      settings,
+      backoff(0.5),
+      { currentMillis: 30_000 },
+      overloaded,
+      "claimed",
+      "fast",
+      0,
+      0
+    )
+    assert.strictEqual(claimed.sleepMillis, 0)
+    assert.deepStrictEqual(claimed.schedule, { currentMillis: 1000 })
+    const busy = Overload.decide(settings, backoff(0.5), { currentMillis: 1000 }, overloaded, "busy", "none", 0, 0)
+    assert.isTrue(busy.wakeable)
+    assert.strictEqual(busy.sleepMillis, 500, "the jittered base, not the floor")
+    assert.isFalse(Overload.needsDraw("claimed", "fast", backoff(0.5)))
+    assert.isTrue(Overload.needsDraw("claimed", "slow", backoff(0.5)))
+    // Time-driven polls under a holding floor wait it out (a failure that teaches nothing leaves it holding).
+    const failed = Overload.decide(settings, backoff(0.5), { currentMillis: 1000 }, overloaded, "error", "none", 0, 0)
+    assert.strictEqual(failed.sleepMillis, 150_000)
+    assert.isFalse(failed.wakeable)
+  })
+
+  it("the floor falls over wall-clock time of healthy polling: gone within the recovery time, whatever the polls", () => {
+    fc.assert(
+      fc.property(
+        Arbitraries.ratio,
+        fc.integer({ min: 1, max: 9 }),
+        fc.array(
+          fc.tuple(
+            fc.constantFrom<Scheduling.Outcome>("claimed", "empty", "error", "busy"),
+            fc.constantFrom<Overload.Signal>("fast", "unavailable", "none"),
+            Arbitraries.draw,
+            fc.integer({ min: 0, max: 3000 })
+          ),
+          { minLength: 1, maxLength: 60 }
+        ),
+        (ratio, slowPolls, polls) => {
+          // Overloaded first: `slowPolls` slow empty polls.
+          let schedule = Scheduling.initialState(backoff(ratio), "base")
+          let overload = Overload.initial
+          let now = 0
+          for (let i = 0; i < slowPolls; i++) {
+            const decision = Overload.decide(settings, backoff(ratio), schedule, overload, "empty", "slow", now, 0.5)
+            schedule = decision.schedule
+            overload = decision.overload
+            now += decision.sleepMillis + 2500
+          }
+          const floorAtSignal = overload.floorMillis
+          let healthySince: number | undefined
+          let previousFloor = floorAtSignal
+          for (const [outcome, signal, u, pollMillis] of polls) {
+            const decision = Overload.decide(settings, backoff(ratio), schedule, overload, outcome, signal, now, u)
+            if (healthySince === undefined && Overload.isHealthySignal(signal)) healthySince = now
+            if (healthySince !== undefined) {
+              const end = healthySince + 30_000 * (floorAtSignal / 300_000)
+              // Falls linearly from the first healthy poll, gone by the recovery bound, and no sleep outlasts it.
+              assert.isAtMost(decision.floorMillis, previousFloor + 1e-6, "never rises without a signal")
+              if (decision.floorMillis > 0 && outcome !== "busy" && outcome !== "claimed") {
+                assert.isAtMost(
+                  now + decision.sleepMillis,
+                  Math.max(end, now + schedule.currentMillis * (1 + ratio)) + 1e-6
+                )
+              }
+              if (now >= end) assert.strictEqual(decision.floorMillis, 0, "gone by the bound")
+            } else {
+              assert.strictEqual(decision.floorMillis, floorAtSignal, "holds until a healthy poll")
+            }
+            previousFloor = decision.floorMillis
+            schedule = decision.schedule
+            overload = decision.overload
+            now += pollMillis + decision.sleepMillis
+          }
+        }
+      )
+    )
+  })
+
+  it("from the overload cap, the first healthy poll brings sleeps back to at most the recovery time; then the idle schedule", () => {
+    const overloaded = repeat(12, ["empty", "slow"] as const)
+    const recovering = repeat(10, ["empty", "fast"] as const)
+    const { floors, sleeps, times } = replay(0, [...overloaded, ...recovering])
+    assert.strictEqual(floors[11], 300_000)
+    const firstHealthy = times[12]!
+    // The first healthy poll sleeps at most the recovery time (30 s), not the 300 s floor.
+    assert.isAtMost(sleeps[12]!, 30_000)
+    const gone = floors.findIndex((floor, i) => i >= 12 && floor === 0)
+    // (seen by the first poll after the bound: the sleep ends on it, the poll takes its 10 ms)
+    assert.isAtMost(times[gone]! - firstHealthy, 30_000 + 10, "gone within the recovery time")
+    // Then the empty schedule sleeps its cap, 30 s, as the spec's.
     assert.strictEqual(sleeps.at(-1), 30_000)
   })
 
-  it("under overload a busy loop is not woken early and sleeps at least the jittered floor", () => {
-    const overloaded = { floorMillis: 60_000 }
-    const decision = Overload.decide(settings, backoff(0.5), { currentMillis: 1000 }, overloaded, "busy", "none", 0)
-    assert.isFalse(decision.wakeable)
-    assert.strictEqual(decision.sleepMillis, 30_000)
-    assert.isTrue(Overload.needsDraw(overloaded, "claimed", backoff(0.5)))
+  it("an outage after thrash neither raises the floor nor lets it fall; the first fast poll after it does", () => {
+    const thrash = repeat(12, ["empty", "slow"] as const)
+    const outage = repeat(4, ["error", "unavailable"] as const)
+    const { floors, sleeps } = replay(0, [...thrash, ...outage, ...repeat(6, ["empty", "fast"] as const)])
+    assert.deepStrictEqual(floors.slice(12, 16), [300_000, 300_000, 300_000, 300_000], "holds through the outage")
+    assert.isAtMost(sleeps[16]!, 30_000, "the first fast poll brings the sleeps back to the recovery time")
+    assert.strictEqual(floors.at(-1), 0)
+    assert.strictEqual(sleeps.at(-1), 30_000)
   })
 
   it("every sleep lies in [1 - r, 1 + r] x max(schedule, floor)", () => {
@@ -147,12 +245,13 @@ describe("Overload (pure)", () => {
             settings,
             backoff(ratio),
             { currentMillis: current },
-            { floorMillis: floor },
+            { floorMillis: floor, healthySinceMillis: Infinity },
             outcome,
             "none",
+            0,
             u
           )
-          return Arbitraries.withinJitter(sleepMillis, ratio, Math.max(outcome === "busy" ? 1000 : current, floor))
+          return Arbitraries.withinJitter(sleepMillis, ratio, outcome === "busy" ? 1000 : Math.max(current, floor))
         }
       )
     )

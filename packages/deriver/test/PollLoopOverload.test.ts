@@ -1,24 +1,39 @@
 /**
  * Overload-aware polling in the loop, under `TestClock` and a seeded `Random`: polls that take longer than the
- * slow-poll threshold (on the test clock) raise the interval past the idle cap, up to the overload cap; fast
- * polls bring it back gradually; without overload signals the loop sleeps exactly as without the settings.
+ * slow-poll threshold (on the test clock) raise the interval past the idle cap, up to the overload cap; once
+ * polls are fast the floor is gone within the recovery time (wall clock, not a count of polls); an outage
+ * (unavailable polls) keeps the spec's schedule; under the floor, found work drains at once; without overload
+ * signals the loop sleeps exactly as without the settings.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { PollBackoff } from "@resilience/jitter"
-import { Effect, Random, Ref } from "effect"
+import { Clock, Effect, Random, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import type * as Overload from "../src/Overload.ts"
 import * as PollLoop from "../src/PollLoop.ts"
 
-type Polled = Extract<PollLoop.Event, { _tag: "Polled" }>
+/** A decision and when it was made (test clock). */
+type Polled = Extract<PollLoop.Event, { _tag: "Polled" }> & { readonly at: number }
 
 const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 }
-const overload: Overload.Settings = { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryFactor: 1.5 }
+const overload: Overload.Settings = {
+  slowPollMillis: 2000,
+  maxMillis: 300_000,
+  multiplier: 2,
+  recoveryMillis: 30_000
+}
 
-/** A loop over an always-empty source whose poll number i takes `pollMillis(i)` on the test clock. */
-const slowSource = Effect.fnUntraced(function*(
-  pollMillis: (index: number) => number,
-  settings: Overload.Settings | undefined
+/** What poll number i does: how long it takes on the test clock, and what it returns. */
+interface Step {
+  readonly millis: number
+  readonly result: "empty" | "unavailable" | ReadonlyArray<string>
+}
+
+/** A loop over a scripted source whose poll number i does `step(i)`. */
+const scriptedSource = Effect.fnUntraced(function*(
+  step: (index: number) => Step,
+  settings: Overload.Settings | undefined,
+  options: { readonly workers?: number; readonly backoff?: PollBackoff.Settings; readonly unitMillis?: number } = {}
 ) {
   const events = yield* Ref.make<ReadonlyArray<Polled>>([])
   const polls = yield* Ref.make(0)
@@ -26,23 +41,32 @@ const slowSource = Effect.fnUntraced(function*(
     poll: () =>
       Effect.gen(function*() {
         const index = yield* Ref.getAndUpdate(polls, (n) => n + 1)
-        const millis = pollMillis(index)
+        const { millis, result } = step(index)
         if (millis > 0) yield* Effect.sleep(millis)
-        return []
+        if (result === "unavailable") return yield* Effect.fail("unavailable")
+        return result === "empty" ? [] : result
       }),
-    process: () => Effect.void,
-    releaseAll: Effect.void
+    process: () => Effect.sleep(options.unitMillis ?? 0),
+    releaseAll: Effect.void,
+    classify: () => "unavailable"
   }, {
-    workers: 1,
-    backoff,
+    workers: options.workers ?? 1,
+    backoff: options.backoff ?? backoff,
     startupJitterMillis: 0,
     cleanupIntervalMillis: 60_000,
     shutdownGraceMillis: 1000,
     overload: settings,
-    observer: (event) => event._tag === "Polled" ? Ref.update(events, (all) => [...all, event]) : Effect.void
+    observer: (event) =>
+      event._tag === "Polled"
+        ? Effect.flatMap(Clock.currentTimeMillis, (at) => Ref.update(events, (all) => [...all, { ...event, at }]))
+        : Effect.void
   })
   return Ref.get(events)
 })
+
+/** A loop over an always-empty source whose poll number i takes `pollMillis(i)` on the test clock. */
+const slowSource = (pollMillis: (index: number) => number, settings: Overload.Settings | undefined) =>
+  scriptedSource((index) => ({ millis: pollMillis(index), result: "empty" }), settings)
 
 /** Moves the test clock in 500 ms steps until `n` polls have been decided. */
 const advanceUntil = Effect.fnUntraced(function*(events: Effect.Effect<ReadonlyArray<Polled>>, n: number) {
@@ -69,27 +93,82 @@ describe("PollLoop overload (TestClock, seeded Random)", () => {
       assert.isTrue(polled.every((e) => e.intervalMillis <= 30_000))
     }).pipe(Random.withSeed("slow")))
 
-  it.effect("fast polls bring the interval back gradually, then the idle schedule is the spec's again", () =>
+  it.effect("once polls are fast, the floor is gone within the recovery time, then the idle schedule is the spec's", () =>
     Effect.gen(function*() {
+      const start = yield* Clock.currentTimeMillis
       const events = yield* slowSource((i) => (i < 12 ? 3000 : 5), overload)
-      const polled = yield* advanceUntil(events, 40)
+      const polled = yield* advanceUntil(events, 30)
       const recovering = polled.slice(12)
       assert.strictEqual(polled[11]!.floorMillis, 300_000)
       assert.isTrue(recovering.every((e) => e.signal === "fast"))
+      // The first fast poll's sleep is at most the recovery time (30 s), not the 300 s floor.
+      assert.isAtMost(recovering[0]!.sleepMillis, 30_000)
+      // The floor falls with time (never rises) and is gone within 30 s of the first fast poll.
       let previous = polled[11]!.floorMillis
       for (const event of recovering) {
         assert.isTrue(event.floorMillis <= previous, "never rises on a fast poll")
-        if (event.floorMillis > 0) assert.isAtLeast(event.floorMillis, previous / 1.5 - 1e-6, "one factor per poll")
         previous = event.floorMillis
       }
-      // Back under the idle cap only after several fast polls, not in one step.
-      assert.isAtLeast(recovering.findIndex((e) => e.floorMillis <= 30_000), 5)
+      const firstHealthyAt = recovering[0]!.at - start
+      const gone = recovering.find((e) => e.floorMillis === 0)!
+      assert.isAtMost(gone.at - start - firstHealthyAt, 30_000 + 5, "gone within the recovery time")
       const settled = recovering.filter((e) => e.floorMillis === 0)
       assert.isAbove(settled.length, 0, "the floor is gone in the end")
-      for (const event of settled) {
+      for (const event of settled.slice(1)) {
         assert.isTrue(event.sleepMillis >= 15_000 && event.sleepMillis <= 45_000, `idle sleep ${event.sleepMillis}`)
       }
     }).pipe(Random.withSeed("recover")))
+
+  it.effect("an outage (unavailable polls) keeps the spec's schedule: no floor, sleeps within the jittered cap", () =>
+    Effect.gen(function*() {
+      const events = yield* scriptedSource(() => ({ millis: 3, result: "unavailable" }), overload)
+      const polled = yield* advanceUntil(events, 30)
+      assert.isTrue(polled.every((e) => e.signal === "unavailable"))
+      assert.isTrue(polled.every((e) => e.floorMillis === 0), "an outage is not an overload signal")
+      assert.deepStrictEqual(
+        polled.slice(0, 8).map((e) => e.intervalMillis),
+        Array.from({ length: 8 }, (_, i) => Math.min(2000 * 2 ** i, 30_000))
+      )
+      assert.isTrue(polled.every((e) => e.sleepMillis <= 1.5 * 30_000), "never past the jittered idle cap")
+    }).pipe(Random.withSeed("outage")))
+
+  it.effect("DERIVER_POLLING_BACKOFF_ENABLED=false: an outage polls at the jittered base interval", () =>
+    Effect.gen(function*() {
+      const events = yield* scriptedSource(() => ({ millis: 3, result: "unavailable" }), overload, {
+        backoff: { ...backoff, enabled: false }
+      })
+      const polled = yield* advanceUntil(events, 30)
+      assert.isTrue(polled.every((e) => e.intervalMillis === 1000 && e.floorMillis === 0))
+      assert.isTrue(polled.every((e) => e.sleepMillis >= 500 && e.sleepMillis <= 1500), "the jittered base")
+    }).pipe(Random.withSeed("disabled")))
+
+  it.effect("under the floor, found work drains at once; only a slow claim waits the floor out", () =>
+    Effect.gen(function*() {
+      // 10 slow empty polls raise the floor; then fast claims of one unit each (work found), then a slow claim.
+      const events = yield* scriptedSource(
+        (i) =>
+          i < 10
+            ? { millis: 3000, result: "empty" }
+            : i < 20
+            ? { millis: 5, result: [`unit-${i}`] }
+            : i === 20
+            ? { millis: 3000, result: [`unit-${i}`] }
+            : { millis: 5, result: "empty" },
+        overload,
+        { workers: 2, unitMillis: 10 }
+      )
+      const polled = yield* advanceUntil(events, 40)
+      assert.isAbove(polled[9]!.floorMillis, 30_000, "the floor is past the idle cap")
+      const claims = polled.filter((e) => e.outcome === "claimed")
+      const fastClaims = claims.filter((e) => e.signal === "fast")
+      assert.strictEqual(fastClaims.length, 10)
+      assert.isTrue(fastClaims.every((e) => e.sleepMillis === 0), "a fast claim is followed by the next poll at once")
+      const slowClaim = claims.find((e) => e.signal === "slow")!
+      assert.isAtLeast(slowClaim.sleepMillis, 0.5 * slowClaim.floorMillis, "a slow claim waits the floor out")
+      assert.isAbove(slowClaim.sleepMillis, 30_000)
+      // Busy loops under the floor wake on a free worker after a jittered base at most, never the floor.
+      assert.isTrue(polled.filter((e) => e.outcome === "busy").every((e) => e.sleepMillis <= 1500))
+    }).pipe(Random.withSeed("drain")))
 
   it.effect("without overload signals the loop sleeps exactly as a loop without overload settings", () =>
     Effect.gen(function*() {

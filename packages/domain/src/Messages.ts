@@ -53,9 +53,20 @@ export const store = (
        ON CONFLICT DO NOTHING`,
       [workspace, session]
     )
+    const peers = [...new Set(messages.map((message) => message.peer))]
+    const enqueued = yield* Queue.enqueue(
+      connection,
+      schema,
+      peers.map((peer) => ({
+        workUnitKey: Names.representationUnit(workspace, session, peer),
+        taskType: representationTask,
+        payload: { workspace, session, peer }
+      }))
+    )
     // Each peer's counter row is bumped by its message count (rows locked in peer order, so two appends of
     // several peers cannot deadlock) and held until commit: the appends of one (session, peer) commit in the
-    // order of their sequence numbers, which the representation task folds by.
+    // order of their sequence numbers, which the representation task folds by. The last statement of the append
+    // (after the enqueue), so that appends of one peer wait on each other for as short a time as possible.
     const inserted = yield* connection.query<{ n: number }>(
       `WITH input AS (
         SELECT m.value ->> 'peer' AS peer, m.value ->> 'content' AS content, m.n
@@ -74,16 +85,6 @@ export const store = (
         RETURNING 1
       ) SELECT count(*)::int AS n FROM inserted`,
       [workspace, session, JSON.stringify(messages.map(({ content, peer }) => ({ peer, content })))]
-    )
-    const peers = [...new Set(messages.map((message) => message.peer))]
-    const enqueued = yield* Queue.enqueue(
-      connection,
-      schema,
-      peers.map((peer) => ({
-        workUnitKey: Names.representationUnit(workspace, session, peer),
-        taskType: representationTask,
-        payload: { workspace, session, peer }
-      }))
     )
     return { stored: inserted[0]?.n ?? 0, enqueued }
   })

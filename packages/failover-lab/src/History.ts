@@ -1,9 +1,10 @@
 /**
  * What the clients saw, recorded as it happened: every HTTP attempt of a write (when it was sent, when it was
  * answered, the status or a transport failure, whether a 503 carried `Retry-After`), and every logical write
- * (its idempotency key, session, peer and unique content, and how it ended). The figures of a scenario are
- * pure functions of this record and the fault's time.
+ * in the consistency checker's history (`@resilience/checker`: its request and how it ended). The figures of a
+ * scenario are pure functions of this record and the fault's time.
  */
+import { History as Operations } from "@resilience/checker"
 
 /** One HTTP attempt of a write; `status` is `"transport"` when no answer came (connection failed or reset). */
 export interface Attempt {
@@ -13,34 +14,15 @@ export interface Attempt {
   readonly retryAfter: boolean
 }
 
-/**
- * How a logical write ended: `acknowledged` (201), `refused` (the client gave up on 503s or connection
- * failures: the write may or may not be stored), `rejected` (another 4xx/5xx answer), `unknown` (no answer
- * within the client's deadline).
- */
-export type Outcome = "acknowledged" | "refused" | "rejected" | "unknown"
-
-/** One logical write: one message, unique content, one idempotency key for all its attempts. */
-export interface Write {
-  readonly key: string
-  readonly session: string
-  readonly peer: string
-  readonly content: string
-  readonly arrivedAt: number
-  readonly endedAt: number
-  readonly outcome: Outcome
-  /** The last status seen, for `rejected` (and `refused` when it was an answer). */
-  readonly status: number | undefined
-}
-
 /** A run's record, appended to while the traffic runs. */
 export interface History {
   readonly attempts: Array<Attempt>
-  readonly writes: Array<Write>
+  /** The logical writes, for the checker: `acknowledged` (201), `refused` (a 4xx), `unknown` (anything else). */
+  readonly operations: Operations.History
 }
 
 /** An empty record. */
-export const make = (): History => ({ attempts: [], writes: [] })
+export const make = (): History => ({ attempts: [], operations: Operations.make() })
 
 /** The client-side figures of one fault. Times in milliseconds from the fault; `null`: did not happen. */
 export interface Figures {
@@ -56,8 +38,8 @@ export interface Figures {
   /** The last refused attempt answered at or after the fault: the end of the window as clients saw it. */
   readonly lastRefusalMillis: number | null
   /**
-   * Fault → the first 201 of an attempt sent after the first refusal (a request that was in flight on the old
-   * primary and answered late does not count); with no refusal at all, the first 201 after the fault.
+   * Fault → the first 201 of an attempt sent after the first refusal was answered (a request that was in flight
+   * on the old primary and answered late does not count); with no refusal at all, the first 201 after the fault.
    */
   readonly firstAcknowledgedMillis: number | null
   /** Latency of the 201 answers before the fault, median and 99th percentile (what a commit costs). */
@@ -72,10 +54,10 @@ export interface Figures {
   readonly transportFailures: number
   /** Other non-201 answers. */
   readonly otherStatuses: number
+  /** Logical writes by outcome (the checker's): `unknown` counts those the client gave up on. */
   readonly writes: number
   readonly acknowledged: number
   readonly refused: number
-  readonly rejected: number
   readonly unknown: number
 }
 
@@ -89,7 +71,7 @@ export const figures = (history: History, faultAt: number): Figures => {
   const firstRefusal = refusals[0]
   const acknowledged = after
     .filter((attempt) =>
-      attempt.status === 201 && (firstRefusal === undefined || attempt.sentAt >= firstRefusal.sentAt)
+      attempt.status === 201 && (firstRefusal === undefined || attempt.sentAt >= firstRefusal.answeredAt)
     )
     .sort((a, b) => a.answeredAt - b.answeredAt)[0]
   const since = (at: number | undefined) => at === undefined ? null : at - faultAt
@@ -123,11 +105,13 @@ export const figures = (history: History, faultAt: number): Figures => {
       history.attempts,
       (attempt) => typeof attempt.status === "number" && ![201, 500, 503].includes(attempt.status)
     ),
-    writes: history.writes.length,
-    acknowledged: count(history.writes, (write) => write.outcome === "acknowledged"),
-    refused: count(history.writes, (write) => write.outcome === "refused"),
-    rejected: count(history.writes, (write) => write.outcome === "rejected"),
-    unknown: count(history.writes, (write) => write.outcome === "unknown")
+    writes: history.operations.operations.length,
+    acknowledged: count(history.operations.operations, (write) => write.outcome === "acknowledged"),
+    refused: count(history.operations.operations, (write) => write.outcome === "refused"),
+    unknown: count(
+      history.operations.operations,
+      (write) => write.outcome !== "acknowledged" && write.outcome !== "refused"
+    )
   }
 }
 

@@ -2,8 +2,8 @@
  * The scenarios' figures as Markdown tables: one per scenario (figure, value), and one line per scenario side
  * by side.
  */
+import { Checker } from "@resilience/checker"
 import type * as Scenario from "./Scenario.ts"
-import * as Verdict from "./Verdict.ts"
 
 const seconds = (millis: number | null) => millis === null ? "-" : `${(millis / 1000).toFixed(2)} s`
 
@@ -11,11 +11,12 @@ const seconds = (millis: number | null) => millis === null ? "-" : `${(millis / 
 export const title = (settings: Scenario.Settings): string =>
   `${settings.fault}, synchronous_mode ${settings.synchronousMode ? "on" : "off"}`
 
-const anomalyCount = (verdict: Verdict.Verdict) =>
-  Object.values(verdict.anomalies).reduce((sum, count) => sum + count, 0)
+const anomalyCount = (verdict: Checker.Verdict) => Checker.kinds.reduce((sum, kind) => sum + verdict.counts[kind], 0)
 
-const anomalyList = (verdict: Verdict.Verdict) =>
-  Object.entries(verdict.anomalies).map(([kind, count]) => `${kind} ${count}`).join(", ")
+/** The kinds found, `lost 3, unfolded 1`, or `none`. */
+const anomalyList = (verdict: Checker.Verdict) =>
+  Checker.kinds.filter((kind) => verdict.counts[kind] > 0).map((kind) => `${kind} ${verdict.counts[kind]}`).join(", ")
+  || "none"
 
 const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string | number>>) =>
   [
@@ -36,7 +37,7 @@ export const scenario = (result: Scenario.Result): string => {
         "fault → first 201 after the longest gap in 201s (gap)",
         `${seconds(f.gapEndMillis)} (${seconds(f.longestGapMillis)})`
       ],
-      ["fault → first 201 sent after the first refusal", seconds(f.firstAcknowledgedMillis)],
+      ["fault → first 201 sent after the first refusal came", seconds(f.firstAcknowledgedMillis)],
       ["fault → new leader (Patroni)", seconds(result.newLeaderMillis)],
       ["fault → old primary streaming from it again", seconds(result.rejoinedMillis)],
       [
@@ -49,15 +50,16 @@ export const scenario = (result: Scenario.Result): string => {
       ["no HTTP answer", f.transportFailures],
       ["other statuses", f.otherStatuses],
       [
-        "writes: acknowledged / refused / rejected / unknown",
-        `${f.acknowledged} / ${f.refused} / ${f.rejected} / ${f.unknown}`
+        "writes: acknowledged / refused (4xx) / unknown (503s given up on, no answer)",
+        `${f.acknowledged} / ${f.refused} / ${f.unknown}`
       ],
-      ["refused or unknown, yet stored (allowed)", v.storedUnacknowledged],
+      ["messages stored (acknowledged + unknown that were)", v.totals.stored],
       [
         "201 latency before the fault, p50 / p99",
         `${f.latencyBeforeMillis.p50 ?? "-"} / ${f.latencyBeforeMillis.p99 ?? "-"} ms`
       ],
-      [`checker anomalies (${Verdict.clean(v) ? "clean" : "NOT clean"})`, `${anomalyCount(v)}: ${anomalyList(v)}`],
+      [`checker anomalies (valid? ${v.valid})`, `${anomalyCount(v)}: ${anomalyList(v)}`],
+      ["acknowledged writes lost", v.counts.lost],
       ["processes restarted", result.processesExited],
       ["fault → patronictl returned / postmaster killed", seconds(result.faultDoneMillis)],
       ["members after", result.members],
@@ -89,7 +91,7 @@ export const summary = (results: ReadonlyArray<Scenario.Result>): string =>
       result.figures.internalErrors,
       result.figures.acknowledged,
       result.figures.refused,
-      result.verdict.anomalies.lostAcknowledged,
+      result.verdict.counts.lost,
       anomalyCount(result.verdict),
       result.processesExited,
       seconds(result.rejoinedMillis)

@@ -2,20 +2,22 @@
  * One failover scenario, end to end: a fresh Patroni cluster (`synchronous_mode` on or off), the API and the
  * deriver as processes through HAProxy, a workspace, open-loop writes; after a warm-up the fault (a planned
  * switchover, or `kill -9` of the leader's postmaster); then the wait until a new leader serves and the old
- * primary streams from it again as a replica; a little more traffic; the queue drained; the verdict. Every
+ * primary streams from it again as a replica; a little more traffic; the queue drained; the consistency
+ * checker's verdict. Every
  * process stops and every directory goes with the scope, and the run is bounded by `deadlineSeconds`.
  */
 import { ApiClient } from "@resilience/api-client"
+import { Checker } from "@resilience/checker"
+import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/deriver"
 import * as Stack from "@resilience/launcher/Stack"
 import { Cluster } from "@resilience/local-postgres"
 import { Clock, Data, Deferred, Duration, Effect, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
-import pg from "pg"
 import * as History from "./History.ts"
 import * as PatroniCluster from "./PatroniCluster.ts"
 import type * as SystemPackages from "./SystemPackages.ts"
 import * as Traffic from "./Traffic.ts"
-import * as Verdict from "./Verdict.ts"
 
 /** The faults. */
 export const faults = ["switchover", "primary-loss"] as const
@@ -52,7 +54,8 @@ export const defaults = {
 export interface Result {
   readonly settings: Settings
   readonly figures: History.Figures
-  readonly verdict: Verdict.Verdict
+  /** The consistency checker's verdict (`@resilience/checker`). */
+  readonly verdict: Checker.Verdict
   /** Fault → Patroni reports the other member as the running leader, ms. */
   readonly newLeaderMillis: number
   /** Fault → the old primary streams from the new leader on its timeline, ms. */
@@ -81,47 +84,10 @@ export class ScenarioFailed extends Data.TaggedError("ScenarioFailed")<{ readonl
   }
 }
 
-const schema = "failover"
+const schema = SchemaName.makeUnsafe("failover")
 const adminToken = "failover-lab-admin-token"
 
 const elapsed = (since: number) => Effect.map(Clock.currentTimeMillis, (now) => now - since)
-
-/**
- * Waits until the queue of `workspace` has nothing unprocessed, reading the database directly; bounded by
- * 60 s. Yields what is still pending then (each item with its unit's ownership row, if any): empty when drained.
- */
-const awaitDrained = (url: string, workspace: string) =>
-  Effect.scoped(Effect.gen(function*() {
-    const client = yield* Effect.acquireRelease(
-      Effect.promise(async () => {
-        const client = new pg.Client({ connectionString: url })
-        await client.connect()
-        return client
-      }),
-      (client) => Effect.promise(() => client.end())
-    )
-    const pending = Effect.promise(() =>
-      client.query<{ id: string; unit: string; owner: string | null; age: string | null }>(
-        `SELECT q.id, q.work_unit_key AS unit, s.owner, (now() - s.last_updated)::text AS age
-         FROM "${schema}".queue q LEFT JOIN "${schema}".active_queue_sessions s USING (work_unit_key)
-         WHERE NOT q.processed AND q.payload ->> 'workspace' = $1 ORDER BY q.id`,
-        [workspace]
-      )
-    ).pipe(Effect.map((result) =>
-      result.rows.map((row) =>
-        `item ${row.id} of ${row.unit}: ${
-          row.owner === null ? "no owner" : `owned by ${row.owner} (heartbeat ${row.age} ago)`
-        }`
-      )
-    ))
-    for (let waited = 0;; waited++) {
-      const left = yield* pending
-      if (left.length === 0 || waited >= 300) {
-        return left
-      }
-      yield* Effect.sleep(Duration.millis(200))
-    }
-  }))
 
 const counted = ["admission_shed_total", "db_acquisitions_total", "api_error_responses_total"]
 
@@ -225,16 +191,25 @@ export const run = (options: {
     log(`old primary ${oldLeader} streaming again after ${(rejoinedMillis / 1000).toFixed(1)} s: ${members}`)
     yield* Effect.sleep(Duration.seconds(settings.afterSeconds))
     yield* traffic.stop
-    log(`traffic stopped: ${history.writes.length} writes`)
+    log(`traffic stopped: ${history.operations.operations.length} writes`)
     const drainStarted = yield* Clock.currentTimeMillis
-    const left = yield* awaitDrained(cluster.url, workspace.name)
-    const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
-    log(
-      left.length === 0
-        ? `queue drained ${drainSeconds} s after the traffic stopped`
-        : `queue not drained after ${drainSeconds} s:\n  ${left.slice(0, 10).join("\n  ")}`
-    )
-    const verdict = yield* Verdict.reconcile({ url: cluster.url, schema, workspace: workspace.name, history })
+    const verdict = yield* Effect.gen(function*() {
+      const backlog = yield* Checker.settle(schema, history.operations, "60 seconds")
+      const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
+      log(
+        backlog === 0
+          ? `queue drained ${drainSeconds} s after the traffic stopped`
+          : `queue not drained after ${drainSeconds} s: ${backlog} items left`
+      )
+      return yield* Checker.reconcile(schema, history.operations)
+    }).pipe(Effect.provide(DbSession.layer({
+      url: cluster.url,
+      connectTimeout: "2 seconds",
+      poolClass: "null",
+      poolSize: 1,
+      driver: "pg",
+      applicationName: "failover-lab-checker"
+    })))
     const apiCounters = yield* apiCountersOf(stack.apiUrl)
     const exited = [stack.api, stack.deriver].filter((child) => Deferred.isDoneUnsafe(child.exited)).length
     if (exited > 0) log(`processes exited; last output:\n${output.join("\n")}`)

@@ -3,9 +3,10 @@
  * rate whatever the API answers (arrival times are drawn ahead, so a slow answer never slows the arrivals),
  * each one message with unique content under its own idempotency key, sent by the client as every SDK user
  * sends it (its retries after `Retry-After` with full jitter, within its retry budget). Every HTTP attempt
- * and every write's end is recorded in a {@link History.History}.
+ * and every write (for the consistency checker) is recorded in a {@link History.History}.
  */
 import { ApiClient, type ClientErrors } from "@resilience/api-client"
+import type { History as Operations } from "@resilience/checker"
 import { Clock, Duration, Effect, Exit, Fiber, FiberSet, Random } from "effect"
 import { HttpClient } from "effect/http"
 import type * as History from "./History.ts"
@@ -49,10 +50,12 @@ const recording = (http: HttpClient.HttpClient, history: History.History): HttpC
       ))
     }))
 
-const outcomeOf = (error: ClientErrors.ClientError): Pick<History.Write, "outcome" | "status"> =>
-  error._tag === "ApiUnavailable"
-    ? { outcome: "refused", status: error.status }
-    : { outcome: "rejected", status: error.status }
+/**
+ * The checker's outcome of a failed write: a 4xx proves nothing was written (`refused`); a 503 the client gave
+ * up on, a connection failure or a 5xx may hide a commit (`unknown`).
+ */
+const outcomeOf = (error: ClientErrors.ClientError): Operations.Outcome =>
+  error._tag === "ApiUnavailable" || error.status >= 500 ? "unknown" : "refused"
 
 /** Starts the arrivals in the current scope; the writes' ends and attempts go to `history`. */
 export const start = (options: Options, history: History.History) =>
@@ -64,30 +67,40 @@ export const start = (options: Options, history: History.History) =>
     )
     const run = yield* Clock.currentTimeMillis
     const write = (n: number) =>
-      Effect.gen(function*() {
-        const arrivedAt = yield* Clock.currentTimeMillis
-        const base = {
-          key: `failover-${run}-${n}`,
+      Effect.suspend(() => {
+        const request = {
+          client: "failover-lab",
+          workspace: options.workspace.name,
           session: options.sessions > 0 ? `s${n % options.sessions}` : `s${n}`,
           peer: `p${n % options.peers}`,
           content: `write ${n} of run ${run}`
         }
-        const ended = yield* client.appendMessages({
+        const index = history.operations.invoke(request)
+        return client.appendMessages({
           token: options.workspace.token,
-          workspace: options.workspace.name,
-          session: base.session,
-          messages: [{ peer: base.peer, content: base.content }],
-          idempotencyKey: base.key
+          workspace: request.workspace,
+          session: request.session,
+          messages: [{ peer: request.peer, content: request.content }],
+          idempotencyKey: `failover-${run}-${n}`
         }).pipe(
-          Effect.map((): Pick<History.Write, "outcome" | "status"> => ({ outcome: "acknowledged", status: 201 })),
-          Effect.catch((error) => Effect.succeed(outcomeOf(error))),
+          Effect.matchEffect({
+            onSuccess: () => Effect.sync(() => history.operations.complete(index, "acknowledged")),
+            onFailure: (error) =>
+              Effect.sync(() =>
+                history.operations.complete(
+                  index,
+                  outcomeOf(error),
+                  `${error._tag} ${error.status ?? "no answer"}${
+                    error._tag === "ApiUnavailable" ? ` ${error.gaveUp}` : ""
+                  }`
+                )
+              )
+          }),
           Effect.timeoutOrElse({
             duration: options.deadline,
-            orElse: () =>
-              Effect.succeed<Pick<History.Write, "outcome" | "status">>({ outcome: "unknown", status: undefined })
+            orElse: () => Effect.sync(() => history.operations.complete(index, "unknown", "no answer in time"))
           })
         )
-        history.writes.push({ ...base, ...ended, arrivedAt, endedAt: yield* Clock.currentTimeMillis })
       })
     const inFlight = yield* FiberSet.make()
     const arrivals = yield* Effect.forkScoped(Effect.gen(function*() {

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { History as Operations } from "@resilience/checker"
 import * as History from "../src/History.ts"
 
 const attempt = (sentAt: number, answeredAt: number, status: number | "transport", retryAfter = status === 503) => ({
@@ -8,16 +9,15 @@ const attempt = (sentAt: number, answeredAt: number, status: number | "transport
   retryAfter
 })
 
-const write = (key: string, outcome: History.Outcome): History.Write => ({
-  key,
-  session: "s",
-  peer: "p",
-  content: key,
-  arrivedAt: 0,
-  endedAt: 0,
-  outcome,
-  status: outcome === "acknowledged" ? 201 : 503
-})
+/** The checker's history of writes that ended as given (one pending write: never completed). */
+const operations = (outcomes: ReadonlyArray<Operations.Outcome | "pending">) => {
+  const history = Operations.make()
+  outcomes.forEach((outcome, n) => {
+    const index = history.invoke({ client: "c", workspace: "w", session: "s", peer: "p", content: `m${n}` })
+    if (outcome !== "pending") history.complete(index, outcome)
+  })
+  return history
+}
 
 describe("History.figures", () => {
   const faultAt = 10_000
@@ -35,7 +35,7 @@ describe("History.figures", () => {
       attempt(12_400, 12_500, 201),
       attempt(12_600, 12_650, 201)
     ],
-    writes: [write("a", "acknowledged"), write("b", "refused"), write("c", "unknown"), write("d", "acknowledged")]
+    operations: operations(["acknowledged", "refused", "unknown", "acknowledged", "pending"])
   }
   const f = History.figures(history, faultAt)
 
@@ -61,17 +61,16 @@ describe("History.figures", () => {
       internalErrors: 1,
       transportFailures: 1,
       otherStatuses: 0,
-      writes: 4,
+      writes: 5,
       acknowledged: 2,
       refused: 1,
-      rejected: 0,
-      unknown: 1
+      unknown: 2
     })
   })
 
   it("with no refusal, the first 201 after the fault", () => {
     const quiet = History.figures(
-      { attempts: [attempt(9_000, 9_100, 201), attempt(10_050, 10_200, 201)], writes: [] },
+      { attempts: [attempt(9_000, 9_100, 201), attempt(10_050, 10_200, 201)], operations: operations([]) },
       faultAt
     )
     assert.strictEqual(quiet.firstRefusalMillis, null)

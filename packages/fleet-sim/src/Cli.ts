@@ -88,7 +88,9 @@ const describeAdaptive = (params: Model.Params): ReadonlyArray<string> => {
     lines.push(
       `adaptive deriver: slow poll > ${overload.slowPollMillis / 1000} s, overload cap ${
         overload.maxMillis / 1000
-      } s, ×${overload.multiplier} per signal, ÷${overload.recoveryFactor} per fast poll; claim timeout ${
+      } s, ×${overload.multiplier} per signal, gone within ${
+        overload.recoveryMillis / 1000
+      } s of healthy polls; claim timeout ${
         params.claimTimeoutMillis === 0 ? "none" : `${params.claimTimeoutMillis / 1000} s`
       }`
     )

@@ -40,7 +40,6 @@ const PositiveInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "a
 const NonNegativeInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "an integer >= 0")
 const Probability = range(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })), "a number in [0, 1]")
 const AtLeastOne = range(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)), "a number >= 1")
-const AboveOne = range(Schema.Finite.check(Schema.isGreaterThan(1)), "a number > 1")
 
 type Mutable<T> = {
   -readonly [K in keyof T]: NonNullable<T[K]> extends object ? Mutable<NonNullable<T[K]>> | Extract<T[K], undefined>
@@ -231,9 +230,9 @@ export const overrides: ReadonlyArray<Override> = [
     () => {}
   ),
   option(
-    "recovery-factor",
-    "adaptive: the overload floor's division per fast poll (DERIVER_OVERLOAD_RECOVERY_FACTOR)",
-    AboveOne,
+    "overload-recovery",
+    "adaptive: healthy polling in which the overload floor falls from its cap to 0, seconds (DERIVER_OVERLOAD_RECOVERY_SECONDS; default max-interval)",
+    Positive,
     () => {}
   ),
   option(
@@ -301,7 +300,7 @@ export const apply = (
     const overload = params.overload === undefined ? undefined : yield* Model.overloadSettings(poll, {
       overloadSlowPollSeconds: values.get("slow-poll"),
       overloadMaxIntervalSeconds: values.get("overload-max-interval"),
-      overloadRecoveryFactor: values.get("recovery-factor")
+      overloadRecoverySeconds: values.get("overload-recovery")
     }).pipe(
       Effect.mapError((e) => invalidOption(flagOf[e.parameter] ?? e.parameter, e.value, e.allowed))
     )
@@ -327,5 +326,5 @@ const gateFlagOf: Record<string, string> = {
 const flagOf: Record<string, string> = {
   [DeriverConfig.variables.overloadSlowPollSeconds]: "slow-poll",
   [DeriverConfig.variables.overloadMaxIntervalSeconds]: "overload-max-interval",
-  [DeriverConfig.variables.overloadRecoveryFactor]: "recovery-factor"
+  [DeriverConfig.variables.overloadRecoverySeconds]: "overload-recovery"
 }

@@ -192,8 +192,9 @@ class World {
   private readonly busyUntil: Float64Array
   /** Whether the client holds one of the pooler's client slots. */
   private readonly holdsSlot: Uint8Array
-  /** The deriver's overload floor (its `Overload.State`). */
+  /** The deriver's overload floor and since when it falls (its `Overload.State`). */
   private readonly floor: Float64Array
+  private readonly healthySince: Float64Array
   /** The database's token for the client's running query, and whether it was cancelled. */
   private readonly jobToken: Int32Array
   private readonly cancelled: Uint8Array
@@ -251,6 +252,7 @@ class World {
     this.busyUntil = new Float64Array(size)
     this.holdsSlot = new Uint8Array(size)
     this.floor = new Float64Array(size)
+    this.healthySince = new Float64Array(size).fill(Infinity)
     this.jobToken = new Int32Array(size)
     this.cancelled = new Uint8Array(size)
     this.gateOf = new Int32Array(size)
@@ -384,11 +386,21 @@ class World {
       this.events.push(t + decision.sleepMillis, WAKE, i, 0)
       return
     }
-    const state: Overload.State = { floorMillis: this.floor[i]! }
-    const u = Overload.needsDraw(state, outcome, settings) ? this.random() : 0
-    const decision = Overload.decide(overload, settings, { currentMillis: this.current[i]! }, state, outcome, signal, u)
+    const state: Overload.State = { floorMillis: this.floor[i]!, healthySinceMillis: this.healthySince[i]! }
+    const u = Overload.needsDraw(outcome, signal, settings) ? this.random() : 0
+    const decision = Overload.decide(
+      overload,
+      settings,
+      { currentMillis: this.current[i]! },
+      state,
+      outcome,
+      signal,
+      t,
+      u
+    )
     this.current[i] = decision.schedule.currentMillis
     this.floor[i] = decision.overload.floorMillis
+    this.healthySince[i] = decision.overload.healthySinceMillis
     // As the real loop, a busy sleep that may be woken ends when the worker is freed.
     const wakeAt = t + decision.sleepMillis
     this.events.push(decision.wakeable && this.busyUntil[i]! < wakeAt ? this.busyUntil[i]! : wakeAt, WAKE, i, 0)

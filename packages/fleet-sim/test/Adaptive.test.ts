@@ -33,26 +33,21 @@ describe("adaptive: the deriver's overload signals", () => {
     assert.strictEqual(adaptive.totals.claimsCancelled, 0)
   })
 
-  it("unavailable polls raise the interval past the idle cap, never past the overload cap; fast polls bring it back gradually", () => {
+  it("an outage keeps the spec's schedule under adaptive too: unavailable polls never stretch the interval past the idle cap", () => {
     // The only backend is held by another workload for the first 1,200 s: every poll times out (unavailable).
     const params = small("adaptive", { spike: { atSeconds: 0, seconds: 1_200, backends: 1 } })
-    const overload = params.overload!
     const ratio = params.poll.ratio
     const polls = pollSeconds(Simulation.run(params))
     const during = gaps(polls.filter((s) => s < 1_200))
     const after = gaps(polls.filter((s) => s >= 1_200))
-    // Past the idle cap (30 s jittered by ±50 %, plus the 2 s connect timeout) ...
-    assert.isAbove(Math.max(...during), (1 + ratio) * params.poll.maxMillis / 1000 + 3)
-    // ... and never past the overload cap (jittered), plus the connect timeout and the second's rounding.
+    assert.isAbove(during.length, 1_200 / ((1 + ratio) * params.poll.maxMillis / 1000 + 3) - 2, "it keeps polling")
+    // Never past the idle cap (30 s jittered by ±50 %), plus the 2 s connect timeout and the second's rounding:
+    // the overload floor stays 0 through an outage.
     for (const gap of [...during, ...after]) {
-      assert.isAtMost(gap, (1 + ratio) * overload.maxMillis / 1000 + 3)
+      assert.isAtMost(gap, (1 + ratio) * params.poll.maxMillis / 1000 + 3)
     }
-    // Back to the idle schedule gradually: the first gap after the outage is still long (not one step back to
-    // 30 s), it shrinks over several polls, and it ends within the idle cap.
-    assert.isAbove(after[0]!, (1 + ratio) * params.poll.maxMillis / 1000 + 1)
-    const back = after.findIndex((gap) => gap <= (1 + ratio) * params.poll.maxMillis / 1000 + 1)
-    assert.isAtLeast(back, 3)
-    for (const gap of after.slice(back + 3)) assert.isAtMost(gap, (1 + ratio) * params.poll.maxMillis / 1000 + 1)
+    // The first poll after the outage comes within the jittered idle cap.
+    assert.isAtMost(polls.find((s) => s >= 1_200)! - 1_200, (1 + ratio) * params.poll.maxMillis / 1000 + 3)
   })
 
   it("the same outage under fixed keeps the idle cap: the interval never exceeds 30 s (jittered)", () => {
@@ -147,10 +142,13 @@ describe("adaptive: the incident with a thrashing database, on a fleet scaled do
     const adaptive = run("adaptive", 2)
     assert.isNull(fixed.recoverySeconds)
     assert.isAbove(fixed.secondsAtCeiling, 850)
+    // Only slow polls and cancelled claims raise the floor now (an unavailable acquisition is an outage and
+    // keeps the spec's schedule), so the fleet backs off later than when timeouts counted too: measured 719 s
+    // (206 s when they did), 11,351 claims against fixed's 9,472, 8,200 API requests served against 4,957.
     assert.isNotNull(adaptive.recoverySeconds)
-    assert.isAtMost(adaptive.recoverySeconds!, 450)
+    assert.isAtMost(adaptive.recoverySeconds!, 800)
     assert.isAbove(adaptive.claimsCompleted, fixed.claimsCompleted)
-    assert.isAbove(adaptive.apiServed, 2 * fixed.apiServed)
+    assert.isAbove(adaptive.apiServed, 1.5 * fixed.apiServed)
   })
 
   it("no contention: adaptive is no worse than fixed", () => {

@@ -5,12 +5,12 @@
  * process that exited.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Checker } from "@resilience/checker"
 import { Console, Effect, FileSystem, Option, Random } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Report from "../Report.ts"
 import * as Scenario from "../Scenario.ts"
 import * as SystemPackages from "../SystemPackages.ts"
-import * as Verdict from "../Verdict.ts"
 
 const d = Scenario.defaults
 const num = (name: string, fallback: number, description: string) =>
@@ -73,7 +73,7 @@ const main = Command.make(
           Random.withSeed(input.seed)
         )
         results.push(result)
-        yield* Console.log(`\n${Report.scenario(result)}\n`)
+        yield* Console.log(`\n${Report.scenario(result)}\n\n${Checker.table(result.verdict)}\n`)
         if (input.timeline) yield* Console.log(`answers per second from the fault:\n${Report.timeline(result)}\n`)
       }
     }
@@ -83,7 +83,7 @@ const main = Command.make(
       yield* fs.writeFileString(input.json.value, JSON.stringify(results, null, 2))
     }
     const failed = results.filter((result) =>
-      (result.settings.synchronousMode && !Verdict.clean(result.verdict))
+      (result.settings.synchronousMode && !result.verdict.valid)
       || result.figures.internalErrors > 0
       || result.processesExited > 0
     )
