@@ -51,7 +51,7 @@ export class Settings extends Context.Service<Settings, {
     Effect.gen(function*() {
       const database = yield* DbConfig.config(Variables.database)
       const schema = yield* SchemaName.config(Variables.schema)
-      const deriver = yield* DeriverConfig.config
+      const deriver = yield* DeriverConfig.config(Variables.deriver)
       const { metricsPort, migrate } = yield* appConfig
       return { database, schema, deriver, migrate, metricsPort }
     })

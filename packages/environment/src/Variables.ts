@@ -8,6 +8,7 @@
 import type { Settings as AdmissionSettings } from "@resilience/admission"
 import type { RetryAfter } from "@resilience/api-errors"
 import type { DbConfig } from "@resilience/db-session"
+import type { DeriverConfig } from "@resilience/deriver"
 
 /**
  * The database session's variables (`DbSession.layerConfig`), the reference service's names.
@@ -64,3 +65,29 @@ export const admission = {
  * @since 0.1.0
  */
 export const readinessCacheMillis = "API_READINESS_CACHE_MILLIS"
+
+/**
+ * The deriver's settings (`DeriverConfig.config` of `@resilience/deriver`).
+ *
+ * @since 0.1.0
+ */
+export const deriver = {
+  workers: "DERIVER_WORKERS",
+  pollingSleepIntervalSeconds: "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS",
+  pollingSleepMaxIntervalSeconds: "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS",
+  pollingBackoffMultiplier: "DERIVER_POLLING_BACKOFF_MULTIPLIER",
+  pollingBackoffEnabled: "DERIVER_POLLING_BACKOFF_ENABLED",
+  pollingJitterRatio: "DERIVER_POLLING_JITTER_RATIO",
+  pollingInitialInterval: "DERIVER_POLLING_INITIAL_INTERVAL",
+  pollingStartupJitterSeconds: "DERIVER_POLLING_STARTUP_JITTER_SECONDS",
+  staleSessionTimeoutMinutes: "DERIVER_STALE_SESSION_TIMEOUT_MINUTES",
+  staleWorkUnitCleanupIntervalSeconds: "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
+  shutdownGraceSeconds: "DERIVER_SHUTDOWN_GRACE_SECONDS",
+  batchSize: "DERIVER_BATCH_SIZE",
+  overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
+  overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
+  overloadRecoverySeconds: "DERIVER_OVERLOAD_RECOVERY_SECONDS",
+  overloadEnabled: "DERIVER_OVERLOAD_ENABLED",
+  historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
+  claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
+} as const satisfies DeriverConfig.Names

@@ -27,7 +27,7 @@ export const processes: Readonly<Record<string, Config.Config<unknown>>> = {
     telemetry: Otlp.config("resilience-api")
   }),
   deriver: Config.all({
-    deriver: DeriverConfig.config,
+    deriver: DeriverConfig.config(Variables.deriver),
     app: DeriverApp.appConfig,
     schema: SchemaName.config(Variables.schema),
     database: DbConfig.config(Variables.database),
