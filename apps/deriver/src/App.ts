@@ -22,10 +22,10 @@ import { createServer } from "node:http"
  * @since 0.1.0
  */
 export const appConfig = Config.all({
-  migrate: Config.Boolean("DERIVER_MIGRATE").pipe(Config.withDefault(false)),
+  migrate: Config.Boolean(Variables.deriverApp.migrate).pipe(Config.withDefault(false)),
   metricsPort: Config.schema(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 65535 })),
-    "DERIVER_METRICS_PORT"
+    Variables.deriverApp.metricsPort
   ).pipe(
     Config.withDefault(9464)
   )

@@ -91,3 +91,28 @@ export const deriver = {
   historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
   claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
 } as const satisfies DeriverConfig.Names
+
+/**
+ * The API app's own settings (`apps/api`'s `Settings`); `npm start` reads the port and the admin token too.
+ *
+ * @since 0.1.0
+ */
+export const api = {
+  port: "API_PORT",
+  host: "API_HOST",
+  adminToken: "API_ADMIN_TOKEN",
+  maxBodyBytes: "API_MAX_BODY_BYTES",
+  migrate: "API_MIGRATE",
+  idempotencyRetentionSeconds: "API_IDEMPOTENCY_RETENTION_SECONDS",
+  logLevel: "API_LOG_LEVEL"
+} as const
+
+/**
+ * The deriver app's own settings (`apps/deriver`'s `appConfig`); `npm start` reads the metrics port too.
+ *
+ * @since 0.1.0
+ */
+export const deriverApp = {
+  migrate: "DERIVER_MIGRATE",
+  metricsPort: "DERIVER_METRICS_PORT"
+} as const
