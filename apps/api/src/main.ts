@@ -10,6 +10,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
+import { ProcessExit } from "@resilience/deriver"
 import { Variables } from "@resilience/environment"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Effect, Layer, Logger, References } from "effect"
@@ -33,5 +34,5 @@ Effect.scoped(Effect.gen(function*() {
   return yield* Effect.never
 })).pipe(
   Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel, Otlp.layerFromEnv("resilience-api"))),
-  NodeRuntime.runMain
+  NodeRuntime.runMain({ teardown: ProcessExit.teardown })
 )

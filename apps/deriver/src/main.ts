@@ -7,6 +7,7 @@
  * @since 0.1.0
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { ProcessExit } from "@resilience/deriver"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Deferred, Effect, Layer } from "effect"
 import * as App from "./App.ts"
@@ -18,4 +19,7 @@ Effect.scoped(Effect.gen(function*() {
   // that is alive and not polling).
   const reason = yield* Deferred.await(Context.get(context, App.Liveness).died)
   return yield* Effect.die(new Error(`deriver loop died: ${reason}`))
-})).pipe(Effect.provide(Otlp.layerFromEnv("resilience-deriver")), NodeRuntime.runMain)
+})).pipe(
+  Effect.provide(Otlp.layerFromEnv("resilience-deriver")),
+  NodeRuntime.runMain({ teardown: ProcessExit.teardown })
+)

@@ -1,24 +1,63 @@
 /**
- * One back-off state per deriver process for every checkout it makes (the poll's and the workers'), so the
- * whole process backs off a database that refuses connections, not only its poll loop.
+ * One back-off state per deriver process for every checkout it makes (the poll's, the workers', the handlers'
+ * through `DbSession`, the shutdown release), so the whole process backs off a database that refuses
+ * connections, not only its poll loop.
  *
- * An AIMD limit on concurrent checkouts, as TCP does on its window: it starts at `maxLimit` (the workers plus
- * the poller). An unavailable checkout halves it (at least 1) and holds it there until a probe time drawn
- * from the shared jittered back-off (base, ×multiplier, capped); a success after that time raises it by one
- * (the back-off keeps growing across failed probes until the limit is back at its maximum).
- * While the limit is above what the server accepts, the checkouts beyond it are the ones that need a new
- * connection: an in-process pool that still holds connections keeps working on them at the lowered limit,
- * and asks for a new connection only once per probe time. An unavailable checkout at limit 1 (nothing
- * works) blocks every checkout until the probe time, when one goes. Attempts during an outage therefore
- * follow one schedule per process, the same as the poll loop's, instead of one per worker.
+ * It is `@resilience/admission`'s limiter with the deriver's policy, the same pure functions as the API's gate
+ * and the fleet simulator:
+ * - the **limit** (`Limit.update`): concurrent checkouts, starting at `maxLimit` (the workers plus the poller);
+ *   an unavailable checkout halves it (at least 1) and starts a hold drawn from the poll backoff (base,
+ *   ×multiplier, capped, jittered), during which it does not grow; after the hold every answer adds one. While
+ *   the limit is above what the server accepts, the checkouts beyond it are the ones that need a new
+ *   connection: an in-process pool keeps working on the connections it has at the lowered limit and asks for a
+ *   new one once per hold;
+ * - the **circuit** (`Breaker`): 2 unavailable of the last 4 checkouts open it (nothing works); while open,
+ *   every checkout waits, except one probe at a time: the poll may probe whenever it polls (its own schedule is
+ *   the spec's jittered backoff, so it adds no attempt), a waiting worker when the circuit's window ends (the
+ *   poll backoff's schedule again, stepping once per failed probe). An answered probe closes it and ends the
+ *   limit's hold, so a process climbs back to full speed one answer at a time as soon as the database answers.
+ *
+ * Attempts during an outage therefore follow one schedule per process instead of one per worker; a checkout
+ * that waited in vain for the process's own pool (`POOL_EXHAUSTED`) lowers the limit but is no evidence about
+ * the database and never opens the circuit.
  *
  * The decisions are pure functions of the state, the clock and a uniform draw; {@link make} wraps them for
  * the deriver.
  *
  * @since 0.2.0
  */
-import { PollBackoff } from "@resilience/jitter"
-import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Option, Random } from "effect"
+import { Breaker, Limit, Outcome } from "@resilience/admission"
+import { DbSession } from "@resilience/db-session"
+import type { PollBackoff } from "@resilience/jitter"
+import { Clock, Data, Deferred, Duration, Effect, type Exit, Random } from "effect"
+
+/**
+ * The deriver's policy for its limit and its circuit.
+ *
+ * @since 0.2.0
+ */
+export interface Policy {
+  readonly limit: Limit.Policy
+  readonly breaker: Breaker.Policy
+}
+
+/**
+ * The policy of a process with `maxLimit` possible concurrent checkouts, backing off on `backoff` (the poll
+ * schedule's settings): halve on unavailability, grow on every answer after the hold, trip on 2 of 4.
+ *
+ * @since 0.2.0
+ */
+export const policy = (maxLimit: number, backoff: PollBackoff.Settings): Policy => ({
+  limit: {
+    minConcurrency: 1,
+    maxConcurrency: maxLimit,
+    decreaseRatio: 0.5,
+    slowMillis: 0,
+    growth: "always",
+    hold: backoff
+  },
+  breaker: { tripFailures: 2, windows: backoff }
+})
 
 /**
  * The gate's state.
@@ -26,122 +65,79 @@ import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Option, Random } 
  * @since 0.2.0
  */
 export interface State {
-  /** Concurrent checkouts allowed (1 ≤ limit ≤ maxLimit). */
-  readonly limit: number
-  readonly maxLimit: number
+  readonly limit: Limit.State
+  readonly circuit: Breaker.State
   /** Checkouts running now. */
   readonly inFlight: number
-  /** No checkout starts before this time (an outage at limit 1); 0: not blocked. */
-  readonly blockedUntil: number
-  /** The limit may not grow before this time (the next probe). */
-  readonly growAfter: number
-  /** The shared back-off between probes. */
-  readonly probe: PollBackoff.State
 }
 
 /**
- * The state of a process with `maxLimit` possible concurrent checkouts.
+ * The state of a process at rest: the full limit, the circuit closed.
  *
  * @since 0.2.0
  */
-export const initial = (maxLimit: number, backoff: PollBackoff.Settings): State => ({
-  limit: maxLimit,
-  maxLimit,
-  inFlight: 0,
-  blockedUntil: 0,
-  growAfter: 0,
-  probe: PollBackoff.initial(backoff)
+export const initial = (policy: Policy): State => ({
+  limit: Limit.start(policy.limit),
+  circuit: Breaker.initial(policy.breaker),
+  inFlight: 0
 })
 
 /**
- * Whether a checkout may start now.
+ * Whether a checkout may start at `now`: `pass`, `probe` (the circuit's one probe), `full` (the limit is taken)
+ * or `shed` (the circuit holds it back); with the state to commit if it starts. `early`: the caller may probe
+ * before the circuit's window ends (the poll, whose own schedule spaces its attempts).
  *
  * @since 0.2.0
  */
-export const canStart = (state: State, now: number): boolean =>
-  now >= state.blockedUntil && state.inFlight < Math.floor(state.limit)
+export const admit = (
+  state: State,
+  now: number,
+  early = false
+): readonly [Breaker.Decision | "full", State] => {
+  if (state.inFlight >= Math.floor(state.limit.limit)) return ["full", state]
+  const [decision, circuit] = Breaker.enter(state.circuit, now, early)
+  if (decision === "shed") return ["shed", state]
+  return [decision, { ...state, circuit, inFlight: state.inFlight + 1 }]
+}
 
 /**
- * Whether the gate is blocked (an outage at limit 1) at `now`.
+ * Whether the poll could make no attempt now: the circuit is not closed and a probe is running.
  *
  * @since 0.2.0
  */
-export const isBlocked = (state: State, now: number): boolean => now < state.blockedUntil
+export const isBlocked = (state: State, now: number): boolean => Breaker.enter(state.circuit, now, true)[0] === "shed"
 
 /**
- * How many more checkouts may start now (what the poller may claim for: a unit needs a checkout to start).
+ * How many more checkouts may start now (what the poller may claim for: a unit needs a checkout to start); 0
+ * while blocked.
  *
  * @since 0.2.0
  */
 export const headroom = (state: State, now: number): number =>
-  isBlocked(state, now) ? 0 : Math.max(0, Math.floor(state.limit) - state.inFlight)
+  isBlocked(state, now) ? 0 : Math.max(0, Math.floor(state.limit.limit) - state.inFlight)
 
 /**
- * A checkout starts.
+ * A checkout ended at `now` with `outcome` (`@resilience/admission`'s reading of its exit); `probe`: it was the
+ * circuit's probe; `u`: a uniform draw for the jitter of a new window or hold. The limit and the circuit learn
+ * from it; the circuit closing (the database answered after an outage) ends the limit's hold.
  *
  * @since 0.2.0
  */
-export const started = (state: State): State => ({ ...state, inFlight: state.inFlight + 1 })
-
-/**
- * A checkout ended without an unavailability: additive increase (by one) once the probe time has passed. The
- * probe back-off is not reset by the growth itself (a success may have used a kept connection, not a new
- * one): only when the limit is back at its maximum, or when a checkout succeeds after a block (nothing
- * worked, so this one needed a new connection, and got it).
- *
- * @since 0.2.0
- */
-export const succeeded = (state: State, backoff: PollBackoff.Settings, now: number): State => {
-  const inFlight = state.inFlight - 1
-  const probe = state.blockedUntil > 0 ? PollBackoff.initial(backoff) : state.probe
-  if (now < state.growAfter || state.limit >= state.maxLimit) return { ...state, inFlight, blockedUntil: 0, probe }
-  const limit = Math.min(state.maxLimit, Math.floor(state.limit) + 1)
-  return {
-    ...state,
-    inFlight,
-    blockedUntil: 0,
-    limit,
-    probe: limit >= state.maxLimit ? PollBackoff.initial(backoff) : probe
-  }
-}
-
-/**
- * A checkout was interrupted: it tells nothing about the database.
- *
- * @since 0.2.0
- */
-export const interrupted = (state: State): State => ({ ...state, inFlight: state.inFlight - 1 })
-
-/**
- * A checkout found the database unavailable: multiplicative decrease (halve, at least 1) and no growth
- * before the next probe time `now + jitter(probe)`. The probe back-off steps once per failed probe, not once
- * per failed checkout (a burst of failures of checkouts that were already running counts once). A checkout
- * that started at limit 1 and failed means nothing works: every checkout then waits for the probe time.
- *
- * @since 0.2.0
- */
-export const unavailable = (
+export const settle = (
   state: State,
-  backoff: PollBackoff.Settings,
+  policy: Policy,
+  outcome: Outcome.Outcome,
+  probe: boolean,
   now: number,
-  u: number,
-  startedAtLimit: number = state.limit
+  u: number
 ): State => {
-  const inFlight = state.inFlight - 1
-  const limit = Math.max(1, Math.floor(state.limit / 2))
-  const alone = Math.floor(startedAtLimit) <= 1
-  if (now < state.growAfter) {
-    // Already backing off: the probe time stands.
-    return { ...state, inFlight, limit, blockedUntil: alone ? state.growAfter : state.blockedUntil }
-  }
-  const probeAt = now + PollBackoff.sleepFrom(state.probe, backoff, u)
+  const circuit = Breaker.settle(state.circuit, policy.breaker, Outcome.toBreaker(outcome), probe, now, u)
+  const limit = Limit.update(state.limit, { outcome, inFlight: state.inFlight, millis: 0 }, policy.limit, now, u)
+  const reopened = state.circuit.phase !== "Closed" && circuit.phase === "Closed"
   return {
-    ...state,
-    inFlight,
-    limit,
-    growAfter: probeAt,
-    blockedUntil: alone ? probeAt : state.blockedUntil,
-    probe: PollBackoff.step(state.probe, backoff)
+    limit: reopened ? Limit.recovered(limit, policy.limit) : limit,
+    circuit,
+    inFlight: state.inFlight - 1
   }
 }
 
@@ -161,31 +157,35 @@ export interface CheckoutGate {
   /** Runs one checkout under the gate: waits for a permit (interruptibly), then records how it ended. */
   readonly run: <A, E, R>(checkout: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
-   * Runs one checkout under the gate if a permit is free now, else fails with {@link GateFull} at once (for
-   * a caller that must not wait, such as the poll's uninterruptible claim).
+   * Runs one checkout under the gate if it may start now, else fails with {@link GateFull} at once: for a
+   * caller that must not wait and whose own schedule spaces its attempts (the poll's claim, the shutdown
+   * release), so it may also be the circuit's probe before the window ends.
    */
   readonly runNow: <A, E, R>(checkout: Effect.Effect<A, E, R>) => Effect.Effect<A, E | GateFull, R>
   /** How many checkouts may start now without waiting (0 while blocked). */
   readonly headroom: Effect.Effect<number>
-  /** Whether every checkout is held back now (an outage at limit 1). */
+  /** Whether the poll could make no attempt now (the circuit's probe is running). */
   readonly blocked: Effect.Effect<boolean>
   /** The current state, for observers and tests. */
   readonly state: Effect.Effect<State>
 }
 
 /**
- * A gate for `maxLimit` concurrent checkouts; `isUnavailable` says which failures mean "no connection".
+ * A gate for `maxLimit` concurrent checkouts backing off on `backoff`; `classify` reads a checkout's exit
+ * (default: `@resilience/admission`'s `Outcome.ofExit`; a classifier that never says `Unavailable`,
+ * `Overloaded` or `Exhausted` gives a fixed cap of `maxLimit` checkouts).
  *
  * @since 0.2.0
  */
 export const make = (options: {
   readonly maxLimit: number
   readonly backoff: PollBackoff.Settings
-  readonly isUnavailable: (error: unknown) => boolean
+  readonly classify?: ((exit: Exit.Exit<unknown, unknown>) => Outcome.Outcome) | undefined
 }): Effect.Effect<CheckoutGate> =>
   Effect.gen(function*() {
-    const { backoff } = options
-    let state = initial(options.maxLimit, backoff)
+    const rules = policy(options.maxLimit, options.backoff)
+    const classify = options.classify ?? Outcome.ofExit
+    let state = initial(rules)
     // Completed on every change that may let a waiter start; replaced after each.
     let changed = yield* Deferred.make<void>()
     const update = (next: State) =>
@@ -198,35 +198,30 @@ export const make = (options: {
         )
       })
 
-    /** Waits for a permit; returns the limit in force when the checkout started. */
+    /** Waits for a permit; returns whether the checkout is the circuit's probe. */
     const acquire = Effect.gen(function*() {
       while (true) {
         const now = yield* Clock.currentTimeMillis
-        if (canStart(state, now)) {
-          state = started(state)
-          return state.limit
+        const [decision, next] = admit(state, now)
+        if (decision === "pass" || decision === "probe") {
+          state = next
+          return decision === "probe"
         }
         const wake = changed
-        if (isBlocked(state, now)) {
-          yield* Effect.raceFirst(Effect.sleep(Duration.millis(state.blockedUntil - now)), Deferred.await(wake))
+        if (decision === "shed" && state.circuit.phase === "Open") {
+          const until = Breaker.retryAfterMillis(state.circuit, now)
+          yield* Effect.raceFirst(Effect.sleep(Duration.millis(until)), Deferred.await(wake))
         } else {
           yield* Deferred.await(wake)
         }
       }
     })
 
-    const settle = <A, E>(exit: Exit.Exit<A, E>, startedAtLimit: number) =>
+    const settleExit = (exit: Exit.Exit<unknown, unknown>, probe: boolean) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        if (Exit.isSuccess(exit)) return yield* update(succeeded(state, backoff, now))
-        const error = Cause.findErrorOption(exit.cause)
-        if (Option.isSome(error) && options.isUnavailable(error.value)) {
-          const u = backoff.ratio === 0 ? 0 : yield* Random.next
-          return yield* update(unavailable(state, backoff, now, u, startedAtLimit))
-        }
-        return yield* update(
-          Cause.hasInterruptsOnly(exit.cause) ? interrupted(state) : succeeded(state, backoff, now)
-        )
+        const u = options.backoff.ratio === 0 ? 0 : yield* Random.next
+        return yield* update(settle(state, rules, classify(exit), probe, now, u))
       })
 
     // Waiting for a permit is interruptible (a shutdown must not hang on a blocked gate); once a permit is
@@ -234,7 +229,7 @@ export const make = (options: {
     const run = <A, E, R>(checkout: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.uninterruptibleMask((restore) =>
         restore(acquire).pipe(
-          Effect.flatMap((limit) => restore(checkout).pipe(Effect.onExit((exit) => settle(exit, limit))))
+          Effect.flatMap((probe) => restore(checkout).pipe(Effect.onExit((exit) => settleExit(exit, probe))))
         )
       )
 
@@ -242,10 +237,10 @@ export const make = (options: {
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          if (!canStart(state, now)) return yield* new GateFull()
-          state = started(state)
-          const limit = state.limit
-          return yield* restore(checkout).pipe(Effect.onExit((exit) => settle(exit, limit)))
+          const [decision, next] = admit(state, now, true)
+          if (decision === "full" || decision === "shed") return yield* new GateFull()
+          state = next
+          return yield* restore(checkout).pipe(Effect.onExit((exit) => settleExit(exit, decision === "probe")))
         })
       )
 
@@ -256,4 +251,19 @@ export const make = (options: {
       blocked: Effect.map(Clock.currentTimeMillis, (now) => isBlocked(state, now)),
       state: Effect.sync(() => state)
     }
+  })
+
+/**
+ * `session` with every checkout (each method of the service is one) through `gate`: what a deriver's handlers
+ * get as their `DbSession`, so the checkouts they make back off with the rest of the process. Inside
+ * `oneCheckout` the pinned session is db-session's own (one checkout, one permit).
+ *
+ * @since 0.2.0
+ */
+export const session = (gate: CheckoutGate, session: DbSession["Service"]): DbSession["Service"] =>
+  DbSession.of({
+    withConnection: (f) => gate.run(session.withConnection(f)),
+    transaction: (f) => gate.run(session.transaction(f)),
+    query: (sql, params) => gate.run(session.query(sql, params)),
+    oneCheckout: (effect) => gate.run(session.oneCheckout(effect))
   })

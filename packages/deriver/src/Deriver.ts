@@ -10,10 +10,11 @@
  *
  * @since 0.1.0
  */
+import type { Outcome } from "@resilience/admission"
 import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
-import { Clock, Data, Duration, Effect, Layer, Metric, Predicate, Random, Result } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -64,8 +65,10 @@ interface Context<R> {
   readonly workerBackoff: PollBackoff.Settings
   /** Database conditions, logged once per change of state (shared by the poll and the workers). */
   readonly conditions: ConditionLog.ConditionLog
-  /** One back-off state for every checkout of this deriver (poll, workers, heartbeats). */
+  /** One back-off state for every checkout of this deriver (poll, workers, heartbeats, handlers, shutdown). */
   readonly gate: CheckoutGate.CheckoutGate
+  /** The session handlers see: every checkout they make through `DbSession` goes through {@link gate}. */
+  readonly handlerSession: DbSession["Service"]
   /**
    * Claims made by the poll and not yet taken by their worker, per unit key in claim order (the loop hands
    * workers unit keys; each worker takes its claim, with its fencing token, when it starts).
@@ -153,8 +156,8 @@ const capacity = <R>(ctx: Context<R>) => (held: number): Effect.Effect<number | 
   Effect.gen(function*() {
     if (yield* ctx.gate.blocked) return "blocked" as const
     const state = yield* ctx.gate.state
-    yield* Metric.update(DeriverMetrics.checkoutLimit, Math.floor(state.limit))
-    return Math.max(0, Math.floor(state.limit) - held)
+    yield* Metric.update(DeriverMetrics.checkoutLimit, Math.floor(state.limit.limit))
+    return Math.max(0, Math.floor(state.limit.limit) - held)
   })
 
 /** Batches of the history retention per cleanup round: small statements, at most this many per round. */
@@ -253,7 +256,7 @@ const runHandler = <R>(
   if (handler === undefined) {
     return Effect.succeed({ failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` })
   }
-  return Effect.raceFirst(handler(item), whileRunning).pipe(
+  return Effect.raceFirst(Effect.provideService(handler(item), DbSession, ctx.handlerSession), whileRunning).pipe(
     Effect.as<HandlerOutcome>({ failed: undefined }),
     Effect.catch((error) =>
       Effect.succeed<HandlerOutcome>(
@@ -458,21 +461,36 @@ const processUnit = <R>(ctx: Context<R>) => (unit: string): Effect.Effect<void, 
 // ---------------------------------------------------------------------------------------------------------
 // Shutdown: release every unit still held
 
+/**
+ * Releases every unit this owner still holds, in one checkout through the gate without waiting for it: the
+ * release may be the circuit's probe (one attempt, as any poll), but when a probe is already running or every
+ * permit is taken it makes no attempt, and the stale cleanup of another instance frees the units later.
+ */
 const releaseAll = <R>(ctx: Context<R>) =>
-  ctx.session.withConnection((connection) => Queue.releaseOwner(connection, ctx.schema, ctx.owner)).pipe(
+  ctx.gate.runNow(
+    ctx.session.withConnection((connection) => Queue.releaseOwner(connection, ctx.schema, ctx.owner))
+  ).pipe(
     Effect.tap((released) =>
       released > 0
         ? Effect.logInfo("released held work units").pipe(Effect.annotateLogs({ schema: ctx.schema, released }))
         : Effect.void
     ),
     Effect.catch((error) =>
-      ctx.conditions.report("could not release held work units; the stale cleanup will free them", error)
+      error._tag === "GateFull"
+        ? Effect.logWarning(
+          "database unavailable at shutdown (the checkout gate is holding back): held work units left for the stale cleanup"
+        ).pipe(Effect.annotateLogs({ schema: ctx.schema }))
+        : ctx.conditions.report("could not release held work units; the stale cleanup will free them", error)
     ),
     Effect.asVoid
   )
 
 // ---------------------------------------------------------------------------------------------------------
 // Wiring
+
+/** The gate's reading of a checkout without overload handling: an answer, or nothing (interrupted). */
+const fixedCap = (exit: Exit.Exit<unknown, unknown>): Outcome.Outcome =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? "Ignored" : "Answered"
 
 /**
  * Starts a deriver in the current scope. Closing the scope (e.g. on SIGTERM) shuts it down gracefully:
@@ -484,20 +502,23 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
   Effect.gen(function*() {
     const { config, handlers, schema } = options
     const workerBackoff: PollBackoff.Settings = { ...config.backoff, enabled: true }
+    const session = yield* DbSession
+    const gate = yield* CheckoutGate.make({
+      maxLimit: config.workers + 1,
+      backoff: workerBackoff,
+      // without overload handling the gate never lowers its limit nor opens: a fixed cap of workers + 1 checkouts
+      classify: config.overloadEnabled ? undefined : fixedCap
+    })
     const ctx: Context<R> = {
-      session: yield* DbSession,
+      session,
       schema,
       handlers,
       config,
       owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
       workerBackoff,
       conditions: yield* ConditionLog.make(schema),
-      gate: yield* CheckoutGate.make({
-        maxLimit: config.workers + 1,
-        backoff: workerBackoff,
-        // without overload handling the gate never lowers its limit: a fixed cap of workers + 1 checkouts
-        isUnavailable: config.overloadEnabled ? Classify.isUnavailable : () => false
-      }),
+      gate,
+      handlerSession: CheckoutGate.session(gate, session),
       claims: new Map(),
       prefetched: new Map()
     }

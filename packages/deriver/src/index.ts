@@ -84,6 +84,13 @@ export * as Queue from "./Queue.ts"
 export * as QueueSchema from "./QueueSchema.ts"
 
 /**
+ * The exit code of a worker process: a graceful stop on SIGTERM is 0.
+ *
+ * @since 0.3.0
+ */
+export * as ProcessExit from "./ProcessExit.ts"
+
+/**
  * Validated, quoted schema names.
  *
  * @since 0.1.0

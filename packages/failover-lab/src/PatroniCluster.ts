@@ -7,9 +7,9 @@
  * removed; a run that was killed outright is reaped by the next one (`Orphans.reap`).
  */
 import { Cluster, Orphans, Process, type ServerStartFailed } from "@resilience/local-postgres"
-import { Clock, Data, Duration, Effect, Schema } from "effect"
-import { execFile } from "node:child_process"
-import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { Clock, Data, Duration, Effect, Schema, Scope } from "effect"
+import { type ChildProcess, execFile } from "node:child_process"
+import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type * as SystemPackages from "./SystemPackages.ts"
 import * as Topology from "./Topology.ts"
@@ -47,6 +47,19 @@ export interface PatroniCluster {
   readonly switchover: (from: string, to: string) => Effect.Effect<void, ClusterOperationFailed>
   /** `kill -9` of a member's postmaster (from its `postmaster.pid`); yields the pid. */
   readonly killPostmaster: (member: string) => Effect.Effect<number, ClusterOperationFailed>
+  /** The member's machine lost: `kill -9` of its Patroni and its postmaster; yields the postmaster's pid. */
+  readonly loseMember: (member: string) => Effect.Effect<number, ClusterOperationFailed>
+  /** Starts a lost member's Patroni again (it rejoins as a replica); it stops with the cluster. */
+  readonly restartMember: (member: string) => Effect.Effect<void, ClusterOperationFailed>
+  /**
+   * Sends `signal` to a member's postmaster and every child of it (`SIGSTOP`: the server stops answering
+   * anything, its replication connection included, without closing a socket; `SIGCONT`: it goes on).
+   * Yields how many processes it signalled.
+   */
+  readonly signalServer: (
+    member: string,
+    signal: "SIGSTOP" | "SIGCONT"
+  ) => Effect.Effect<number, ClusterOperationFailed>
   /** Lines of HAProxy's output (server state changes), with the wall-clock millisecond they arrived. */
   readonly routing: ReadonlyArray<{ readonly at: number; readonly line: string }>
 }
@@ -90,6 +103,15 @@ const postmasterPid = (member: Topology.Member): number | undefined => {
   return existsSync(file) ? Number(readFileSync(file, "utf8").split("\n")[0]) : undefined
 }
 
+/** The pids of `parent`'s children, from `/proc/<pid>/stat` (field 4 is the parent pid). */
+const childrenOf = (parent: number): ReadonlyArray<number> =>
+  readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
+    const stat = Effect.runSync(
+      Effect.orElseSucceed(Effect.try(() => readFileSync(`/proc/${pid}/stat`, "utf8")), () => "")
+    )
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent
+  })
+
 const killQuietly = (pid: number | undefined) => {
   if (pid !== undefined && Orphans.isAlive(pid)) process.kill(pid, "SIGKILL")
 }
@@ -101,6 +123,9 @@ const killQuietly = (pid: number | undefined) => {
 export const start = Effect.fnUntraced(function*(options: {
   readonly binaries: SystemPackages.Binaries
   readonly synchronousMode: boolean
+  readonly synchronousModeStrict: boolean
+  /** HAProxy's port, chosen by the caller so that the apps can start before the cluster is up. */
+  readonly haproxyPort: number
   readonly log: (line: string) => void
 }) {
   Orphans.reap()
@@ -115,9 +140,10 @@ export const start = Effect.fnUntraced(function*(options: {
     directory,
     etcdClientPort: yield* port,
     etcdPeerPort: yield* port,
-    haproxyPort: yield* port,
+    haproxyPort: options.haproxyPort,
     members,
     synchronousMode: options.synchronousMode,
+    synchronousModeStrict: options.synchronousModeStrict,
     postgresBin: options.binaries.postgresBin
   }
   const account = Process.serviceAccount()
@@ -140,23 +166,29 @@ export const start = Effect.fnUntraced(function*(options: {
     args: Topology.etcdArgs(topology),
     readyWhen: "ready to serve client requests"
   })
-  for (const member of members) {
-    const child = yield* Process.start({
-      server: `patroni ${member.name}`,
-      command: options.binaries.patroni,
-      args: [Topology.configFile(member)],
-      readyWhen: "no action."
-    })
-    // Runs before the member's own stop (SIGINT, waited for): the data is thrown away, so nothing is shut down
-    // cleanly; Patroni daemonises the postmaster, so the postmaster is killed from its pid file.
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        child.kill("SIGKILL")
-        killQuietly(postmasterPid(member))
+  const patronis = new Map<string, ChildProcess>()
+  const startPatroni = (member: Topology.Member) =>
+    Effect.gen(function*() {
+      const child = yield* Process.start({
+        server: `patroni ${member.name}`,
+        command: options.binaries.patroni,
+        args: [Topology.configFile(member)],
+        readyWhen: "no action."
       })
-    )
-    options.log(`patroni ${member.name} up (pid ${child.pid}; postgres 127.0.0.1:${member.pgPort})`)
-  }
+      patronis.set(member.name, child)
+      // Runs before the member's own stop (SIGINT, waited for): the data is thrown away, so nothing is shut
+      // down cleanly; Patroni daemonises the postmaster, so the postmaster is killed from its pid file.
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          child.kill("SIGKILL")
+          killQuietly(postmasterPid(member))
+        })
+      )
+      options.log(`patroni ${member.name} up (pid ${child.pid}; postgres 127.0.0.1:${member.pgPort})`)
+    })
+  // started together: one bootstraps (Patroni's initialize key decides which), the other clones it
+  yield* Effect.forEach(members, startPatroni, { concurrency: "unbounded", discard: true })
+  const scope = yield* Effect.scope
   const routing: Array<{ readonly at: number; readonly line: string }> = []
   const haproxy = yield* Process.start({
     server: "haproxy",
@@ -186,9 +218,14 @@ export const start = Effect.fnUntraced(function*(options: {
     return yield* Effect.fail(last ?? new ClusterOperationFailed({ operation: "GET /cluster", detail: "no member" }))
   })
 
+  const memberNamed = (name: string) =>
+    Effect.fromNullishOr(members.find((member) => member.name === name)).pipe(
+      Effect.mapError(() => new ClusterOperationFailed({ operation: name, detail: "no such member" }))
+    )
+
   const cluster: PatroniCluster = {
     topology,
-    url: Topology.routedUrl(topology),
+    url: Topology.routedUrl(topology.haproxyPort),
     members: membersNow,
     switchover: (from, to) =>
       Effect.asVoid(
@@ -212,6 +249,29 @@ export const start = Effect.fnUntraced(function*(options: {
         }
         process.kill(pid, "SIGKILL")
         return pid
+      }),
+    loseMember: (name) =>
+      Effect.gen(function*() {
+        const member = yield* memberNamed(name)
+        patronis.get(name)?.kill("SIGKILL")
+        const pid = postmasterPid(member)
+        killQuietly(pid)
+        return pid ?? 0
+      }),
+    restartMember: (name) =>
+      Effect.flatMap(memberNamed(name), (member) => Scope.provide(startPatroni(member), scope)).pipe(
+        Effect.mapError((error) => new ClusterOperationFailed({ operation: `restart ${name}`, detail: error.message }))
+      ),
+    signalServer: (name, signal) =>
+      Effect.gen(function*() {
+        const member = members.find((candidate) => candidate.name === name)
+        const pid = member === undefined ? undefined : postmasterPid(member)
+        if (pid === undefined || !Orphans.isAlive(pid)) {
+          return yield* new ClusterOperationFailed({ operation: `${signal} ${name}`, detail: "no running postmaster" })
+        }
+        const pids = [pid, ...childrenOf(pid)]
+        for (const each of pids) process.kill(each, signal)
+        return pids.length
       }),
     routing
   }

@@ -9,7 +9,7 @@ const seconds = (millis: number | null) => millis === null ? "-" : `${(millis / 
 
 /** `switchover, synchronous_mode on`. */
 export const title = (settings: Scenario.Settings): string =>
-  `${settings.fault}, synchronous_mode ${settings.synchronousMode ? "on" : "off"}`
+  `${settings.fault}, synchronous_mode ${settings.synchronousMode ? (settings.strict ? "strict" : "on") : "off"}`
 
 const anomalyCount = (verdict: Checker.Verdict) => Checker.kinds.reduce((sum, kind) => sum + verdict.counts[kind], 0)
 
@@ -38,7 +38,10 @@ export const scenario = (result: Scenario.Result): string => {
         `${seconds(f.gapEndMillis)} (${seconds(f.longestGapMillis)})`
       ],
       ["fault → first 201 sent after the first refusal came", seconds(f.firstAcknowledgedMillis)],
-      ["fault → new leader (Patroni)", seconds(result.newLeaderMillis)],
+      [
+        result.failedOver ? "fault → new leader (Patroni)" : "fault → old primary leads again (no failover)",
+        seconds(result.newLeaderMillis)
+      ],
       ["fault → old primary streaming from it again", seconds(result.rejoinedMillis)],
       [
         "refused attempts after the fault: first, last",
@@ -77,8 +80,7 @@ export const summary = (results: ReadonlyArray<Scenario.Result>): string =>
       "first 201 (gap)",
       "503 + Retry-After",
       "500",
-      "acknowledged",
-      "refused",
+      "acknowledged / unknown",
       "acknowledged lost",
       "anomalies",
       "restarted",
@@ -89,8 +91,7 @@ export const summary = (results: ReadonlyArray<Scenario.Result>): string =>
       `${seconds(result.figures.gapEndMillis)} (${seconds(result.figures.longestGapMillis)})`,
       result.figures.unavailableWithRetryAfter,
       result.figures.internalErrors,
-      result.figures.acknowledged,
-      result.figures.refused,
+      `${result.figures.acknowledged} / ${result.figures.unknown}`,
       result.verdict.counts.lost,
       anomalyCount(result.verdict),
       result.processesExited,

@@ -17,20 +17,30 @@ import { FetchHttpClient } from "effect/http"
 import * as History from "./History.ts"
 import * as PatroniCluster from "./PatroniCluster.ts"
 import type * as SystemPackages from "./SystemPackages.ts"
+import * as Topology from "./Topology.ts"
 import * as Traffic from "./Traffic.ts"
 
-/** The faults. */
-export const faults = ["switchover", "primary-loss"] as const
+/**
+ * The faults: a planned switchover; `kill -9` of the leader's postmaster; and `stall-then-loss`, the
+ * synchronous standby stopped (`SIGSTOP`, sockets left open) for `stallSeconds`, then the leader's machine
+ * lost (`kill -9` of its Patroni and its postmaster: the leader key expires after Patroni's `ttl`) and the
+ * standby let go on; once the standby leads, the old primary's Patroni starts again and rejoins.
+ */
+export const faults = ["switchover", "primary-loss", "stall-then-loss"] as const
 export type Fault = (typeof faults)[number]
 
 /** One scenario's settings. */
 export interface Settings {
   readonly fault: Fault
   readonly synchronousMode: boolean
+  /** Patroni's `synchronous_mode_strict` (with `synchronousMode`). */
+  readonly strict: boolean
   /** Writes per second. */
   readonly rate: number
   /** Seconds of traffic before the fault. */
   readonly warmupSeconds: number
+  /** How long `stall-then-loss` stops the standby before it kills the leader. */
+  readonly stallSeconds: number
   /** Seconds of traffic after the old primary has rejoined. */
   readonly afterSeconds: number
   readonly peers: number
@@ -45,9 +55,12 @@ export const defaults = {
   rate: 20,
   warmupSeconds: 4,
   afterSeconds: 3,
+  /** Longer than the apps' statement timeout (10 s here). */
+  stallSeconds: 14,
+  strict: false,
   peers: 4,
   sessions: 4,
-  deadlineSeconds: 240
+  deadlineSeconds: 420
 } as const
 
 /** A finished scenario. */
@@ -56,8 +69,10 @@ export interface Result {
   readonly figures: History.Figures
   /** The consistency checker's verdict (`@resilience/checker`). */
   readonly verdict: Checker.Verdict
-  /** Fault → Patroni reports the other member as the running leader, ms. */
+  /** Fault → Patroni reports the other member as the running leader (or the old one again, `failedOver` false), ms. */
   readonly newLeaderMillis: number
+  /** Whether the other member took over (false: the old primary came back as the leader). */
+  readonly failedOver: boolean
   /** Fault → the old primary streams from the new leader on its timeline, ms. */
   readonly rejoinedMillis: number
   /** Fault → the fault's command completed (`patronictl switchover` returned; the kill is immediate), ms. */
@@ -110,33 +125,39 @@ export const run = (options: {
 }): Effect.Effect<Result, ScenarioFailed> => {
   const { log, settings } = options
   return Effect.gen(function*() {
-    const cluster = yield* PatroniCluster.start({
-      binaries: options.binaries,
-      synchronousMode: settings.synchronousMode,
-      log
-    })
+    const haproxyPort = yield* Cluster.freePort
     const output: Array<string> = []
-    const stack = yield* Stack.start({
-      databaseUrl: Option.some(cluster.url),
-      embedded: { directory: undefined, port: 0, maxConnections: 0 },
-      apiPort: yield* Cluster.freePort,
-      deriverMetricsPort: yield* Cluster.freePort,
-      adminToken,
-      env: {
-        DB_SCHEMA: schema,
-        DB_STATEMENT_TIMEOUT_SECONDS: "10",
-        DB_APPLICATION_NAME: "failover-lab",
-        DERIVER_WORKERS: "2",
-        DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2",
-        DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0.5",
-        OTEL_SDK_DISABLED: "true"
-      },
-      onLine: (name, line) => {
-        if (options.verbose === true) log(`${name}: ${line}`)
-        output.push(`${name}: ${line}`)
-        if (output.length > 200) output.shift()
-      }
-    })
+    // The apps start while the cluster bootstraps: they stay up without a database and are ready once it answers.
+    const [cluster, stack] = yield* Effect.all([
+      PatroniCluster.start({
+        binaries: options.binaries,
+        synchronousMode: settings.synchronousMode,
+        synchronousModeStrict: settings.synchronousMode && settings.strict,
+        haproxyPort,
+        log
+      }),
+      Stack.start({
+        databaseUrl: Option.some(Topology.routedUrl(haproxyPort)),
+        embedded: { directory: undefined, port: 0, maxConnections: 0 },
+        apiPort: yield* Cluster.freePort,
+        deriverMetricsPort: yield* Cluster.freePort,
+        adminToken,
+        env: {
+          DB_SCHEMA: schema,
+          DB_STATEMENT_TIMEOUT_SECONDS: "10",
+          DB_APPLICATION_NAME: "failover-lab",
+          DERIVER_WORKERS: "2",
+          DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2",
+          DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0.5",
+          OTEL_SDK_DISABLED: "true"
+        },
+        onLine: (name, line) => {
+          if (options.verbose === true) log(`${name}: ${line}`)
+          output.push(`${name}: ${line}`)
+          if (output.length > 200) output.shift()
+        }
+      })
+    ], { concurrency: 2 })
     log(`API ${stack.apiUrl} and deriver up, through HAProxy`)
     const admin = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
     const workspace = yield* admin.createWorkspace({ adminToken, name: "failover" }).pipe(Effect.orDie)
@@ -170,18 +191,47 @@ export const run = (options: {
           )
         )
       )
-    } else {
+    } else if (settings.fault === "primary-loss") {
       const pid = yield* cluster.killPostmaster(oldLeader)
       log(`fault: kill -9 of ${oldLeader}'s postmaster (pid ${pid})`)
+    } else {
+      const stopped = yield* cluster.signalServer(candidate, "SIGSTOP")
+      log(`fault: SIGSTOP of ${candidate}'s server (${stopped} processes) for ${settings.stallSeconds} s`)
+      yield* Effect.sleep(Duration.seconds(settings.stallSeconds))
+      const pid = yield* cluster.loseMember(oldLeader)
+      yield* cluster.signalServer(candidate, "SIGCONT")
+      log(`${oldLeader} lost (kill -9 of its Patroni and its postmaster, pid ${pid}), SIGCONT of ${candidate}'s server`)
     }
 
     let newLeaderMillis = -1
+    let restartedOldLeader = false
     for (;;) {
       const members = yield* Effect.orElseSucceed(cluster.members, () => [])
       const leader = PatroniCluster.leaderOf(members)
-      if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader) {
+      if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader && !restartedOldLeader) {
         newLeaderMillis = yield* elapsed(faultAt)
         log(`new leader ${leader} after ${(newLeaderMillis / 1000).toFixed(1)} s`)
+        if (settings.fault === "stall-then-loss") {
+          log(`starting ${oldLeader}'s Patroni again`)
+          yield* Effect.forkScoped(
+            Effect.catch(cluster.restartMember(oldLeader), (error) => Effect.sync(() => log(error.message)))
+          )
+        }
+      }
+      if (newLeaderMillis < 0 && restartedOldLeader === false && settings.fault === "stall-then-loss") {
+        const waited = yield* elapsed(faultAt)
+        if (waited > (settings.stallSeconds + 20) * 1000) {
+          // Patroni promotes no standby it does not know to be synchronous: the cluster waits for the old primary
+          log(`no new leader ${(waited / 1000).toFixed(1)} s after the fault; starting ${oldLeader}'s Patroni again`)
+          restartedOldLeader = true
+          yield* Effect.forkScoped(
+            Effect.catch(cluster.restartMember(oldLeader), (error) => Effect.sync(() => log(error.message)))
+          )
+        }
+      }
+      if (restartedOldLeader && leader === oldLeader && newLeaderMillis < 0) {
+        newLeaderMillis = yield* elapsed(faultAt)
+        log(`${oldLeader} leads again after ${(newLeaderMillis / 1000).toFixed(1)} s (no failover)`)
       }
       if (newLeaderMillis >= 0 && PatroniCluster.settled(members, settings.synchronousMode)) break
       yield* Effect.sleep(Duration.millis(100))
@@ -194,7 +244,7 @@ export const run = (options: {
     log(`traffic stopped: ${history.operations.operations.length} writes`)
     const drainStarted = yield* Clock.currentTimeMillis
     const verdict = yield* Effect.gen(function*() {
-      const backlog = yield* Checker.settle(schema, history.operations, "60 seconds")
+      const backlog = yield* Checker.settle(schema, history.operations, "180 seconds")
       const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
       log(
         backlog === 0
@@ -220,6 +270,7 @@ export const run = (options: {
       timeline: History.timeline(history, faultAt, -settings.warmupSeconds),
       verdict,
       newLeaderMillis,
+      failedOver: !restartedOldLeader,
       rejoinedMillis,
       members,
       processesExited: exited,

@@ -22,6 +22,8 @@ export interface Topology {
   readonly members: ReadonlyArray<Member>
   /** Patroni's `synchronous_mode`: a commit is acknowledged only once the synchronous standby has it. */
   readonly synchronousMode: boolean
+  /** Patroni's `synchronous_mode_strict`: with no synchronous standby, writes wait rather than go on alone. */
+  readonly synchronousModeStrict: boolean
   /** PostgreSQL's server binaries. */
   readonly postgresBin: string
 }
@@ -43,8 +45,8 @@ export const dataDirectory = (member: Member): string => join(member.directory, 
 export const configFile = (member: Member): string => join(member.directory, "patroni.yml")
 
 /** The URL of the database through HAProxy: always the current leader, or refused while there is none. */
-export const routedUrl = (topology: Topology): string =>
-  `postgres://${superuser.username}:${superuser.password}@127.0.0.1:${topology.haproxyPort}/postgres`
+export const routedUrl = (haproxyPort: number): string =>
+  `postgres://${superuser.username}:${superuser.password}@127.0.0.1:${haproxyPort}/postgres`
 
 /** etcd's arguments: a single node on loopback, data in the lab's directory. */
 export const etcdArgs = (topology: Topology): ReadonlyArray<string> => {
@@ -82,6 +84,7 @@ export const patroniConfig = (topology: Topology, member: Member): string =>
           primary_start_timeout: timing.primaryStartTimeout,
           maximum_lag_on_failover: 1048576,
           synchronous_mode: topology.synchronousMode,
+          synchronous_mode_strict: topology.synchronousModeStrict,
           postgresql: {
             use_pg_rewind: true,
             use_slots: true,

@@ -6,6 +6,7 @@
  */
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, Handlers, Migrator, QueueSchema, SchemaName } from "@resilience/deriver"
+import { Domain, Workspaces } from "@resilience/domain"
 import { Effect, Fiber, Layer, References, Scope } from "effect"
 import * as Counters from "./Counters.ts"
 import * as Sessions from "./Sessions.ts"
@@ -13,6 +14,13 @@ import { overloadAware, schemaCount, type Settings } from "./Settings.ts"
 
 /** The schema of the `i`th schema (deriver `i` serves schema `i mod schemas`). */
 export const schemaOf = (i: number): SchemaName.SchemaName => SchemaName.makeUnsafe(`lab_${String(i).padStart(4, "0")}`)
+
+/** The workspace of `--writes` (in schema 0). */
+export const workspace = "lab"
+
+/** The domain (queue + domain tables) and the workspace of `--writes`, in schema 0. */
+const domain = (schema: SchemaName.SchemaName) =>
+  Effect.andThen(Domain.migrate(schema), Effect.asVoid(Effect.orDie(Workspaces.create(schema, workspace))))
 
 /**
  * Writes `rows` processed items into a schema's queue and drops its partial index of unprocessed items, so
@@ -33,14 +41,15 @@ const thrashable = (schema: SchemaName.SchemaName, rows: number) =>
 
 /**
  * Creates every schema's queue tables, straight on the cluster (not through the pooler), with `history`
- * processed rows each (and no partial claim index) when asked.
+ * processed rows each (and no partial claim index) when asked; with `writes`, schema 0 also gets the domain's
+ * tables and the workspace the API traffic writes to.
  */
 export const prepare = (clusterUrl: string, settings: Settings) =>
   Effect.forEach(
     Array.from({ length: schemaCount(settings) }, (_, i) => schemaOf(i)),
-    (schema) =>
+    (schema, i) =>
       Effect.andThen(
-        Migrator.run(schema, [QueueSchema.component]),
+        settings.writes && i === 0 ? domain(schema) : Migrator.run(schema, [QueueSchema.component]),
         settings.history > 0 ? thrashable(schema, settings.history) : Effect.void
       ),
     { concurrency: 2, discard: true }
@@ -104,9 +113,10 @@ export const start = (
     const all = Effect.scoped(
       Effect.gen(function*() {
         for (let i = 0; i < settings.derivers; i++) {
+          const schema = schemaOf(i % schemas)
           yield* Deriver.start({
-            schema: schemaOf(i % schemas),
-            handlers: Handlers.empty,
+            schema,
+            handlers: settings.writes && i % schemas === 0 ? Domain.handlers(schema) : Handlers.empty,
             config: deriverConfig,
             observer
           })

@@ -4,7 +4,8 @@
  * off by a hard deadline a minute later, whatever happens), and tear the parts down. The result has the
  * per-second series and the simulator's summary of them, plus what only the lab measures.
  */
-import type { DbError } from "@resilience/db-session"
+import { Checker, History } from "@resilience/checker"
+import { type DbError, DbSession } from "@resilience/db-session"
 import { type Simulation, Summary } from "@resilience/fleet-sim"
 import type { InvalidParameter } from "@resilience/jitter"
 import type { ServerStartFailed } from "@resilience/local-postgres"
@@ -51,6 +52,8 @@ export interface LabFigures {
   readonly poolerCpuSeconds: number
   /** Samples per second actually achieved (nominal 10). */
   readonly sampleRate: number
+  /** With `--writes`: the consistency checker's verdict on the API's appends (`null`: no writes). */
+  readonly consistency: Checker.Verdict | null
 }
 
 /** A finished run. */
@@ -76,6 +79,26 @@ export const settledAfter = (clients: ArrayLike<number>, threshold: number, end:
 
 /** Seconds past the horizon after which a run is cut off even if its teardown hangs. */
 export const hardDeadlineSeconds = 60
+
+/**
+ * With `--writes`, after the horizon: waits (at most 60 s, the fleet still running) for the appends' queue items,
+ * then reconciles the history with schema 0, straight on the cluster; logs the table.
+ */
+const check = (clusterUrl: string, history: History.History, log: (line: string) => Effect.Effect<void>) =>
+  Effect.gen(function*() {
+    const schema = Fleet.schemaOf(0)
+    const left = yield* Checker.settle(schema, history, "60 seconds")
+    const verdict = yield* Checker.reconcile(schema, history)
+    yield* log(`consistency (backlog left after waiting: ${left}):\n${Checker.table(verdict)}`)
+    return verdict
+  }).pipe(Effect.provide(DbSession.layer({
+    url: clusterUrl,
+    connectTimeout: "10 seconds",
+    poolClass: "queue",
+    poolSize: 1,
+    driver: "pg",
+    applicationName: "lab-checker"
+  })))
 
 /** Runs the lab once. `log` gets progress lines. */
 export const run = (
@@ -117,7 +140,8 @@ export const run = (
     yield* log(`t=0: ${settings.derivers} derivers (${settings.policy}) and ${settings.apiRps} API requests/s start`)
     const fleetScope = yield* Scope.fork(scope)
     const fleet = yield* Fleet.start(settings, parts.url, counters).pipe(Scope.provide(fleetScope))
-    const traffic = yield* Effect.forkIn(Traffic.run(settings, parts.url, counters), scope)
+    const history = History.make()
+    const traffic = yield* Effect.forkIn(Traffic.run(settings, parts.url, counters, history), scope)
     const sleepUntil = (second: number) =>
       Effect.flatMap(
         Clock.currentTimeMillis,
@@ -151,6 +175,7 @@ export const run = (
     yield* Fiber.interrupt(traffic)
     // claims cut short by their timeout up to the horizon (stopping the fleet interrupts the ones in flight)
     const cancelled = counters.cancelled
+    const consistency = settings.writes ? yield* check(parts.cluster.url, history, log) : null
     yield* Scope.close(fleetScope, Exit.void)
     const { series, extra } = LabSeries.build(samples, settings.horizonSeconds)
     const params = yield* SimParams.of(settings, {
@@ -210,7 +235,8 @@ export const run = (
       apiFailed: counters.apiFailed,
       failures: Object.fromEntries([...counters.failures].sort()),
       poolerCpuSeconds: samples.length < 2 ? 0 : samples.at(-1)!.poolerCpuSeconds - samples[0]!.poolerCpuSeconds,
-      sampleRate: samples.length / settings.horizonSeconds
+      sampleRate: samples.length / settings.horizonSeconds,
+      consistency
     }
     yield* log(`t=${settings.horizonSeconds}: done; stopping the fleet, PgBouncer and PostgreSQL`)
     return { settings, pids, series, extra, summary, lab } satisfies Result

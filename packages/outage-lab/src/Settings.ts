@@ -74,6 +74,11 @@ export interface Settings {
   readonly history: number
   /** `DERIVER_CLAIM_TIMEOUT_SECONDS`: a poll's checkout plus claim is cut short (cancelled) after this. */
   readonly claimTimeoutSeconds: number
+  /**
+   * Each API request appends one domain message to schema 0 (instead of `pg_sleep`), the derivers of schema 0
+   * fold them, and the run ends with the consistency checker's verdict.
+   */
+  readonly writes: boolean
 }
 
 /** Production poll settings and the simulator's policy names, on a fleet this machine can run. */
@@ -96,7 +101,8 @@ export const defaults: Settings = {
   connectTimeoutSeconds: Model.fixedConnectTimeoutMillis / 1000,
   schemas: 0,
   history: 0,
-  claimTimeoutSeconds: 10
+  claimTimeoutSeconds: 10,
+  writes: false
 }
 
 /** The number of schemas a run creates. */

@@ -30,7 +30,7 @@ const lab = (args: ReadonlyArray<string>) =>
 
 describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run on real parts", () => {
   it(
-    "saturates the pooler, stops by itself within its horizon, and leaves no process, cluster or PgBouncer",
+    "saturates the pooler, stops by itself within its horizon, its writes check out, and it leaves no process behind",
     async () => {
       const directory = mkdtempSync(join(tmpdir(), "outage-lab-test-"))
       const json = join(directory, "run.json")
@@ -54,6 +54,7 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
         "4",
         "--horizon",
         String(horizon),
+        "--writes",
         "--json",
         json
       ])
@@ -63,7 +64,13 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
       const document = JSON.parse(readFileSync(json, "utf8")) as {
         pids: { postgres: number; pgbouncer: number }
         summary: { rejections: number; peakClientConnections: number; connectionAttempts: number; polls: number }
-        lab: { secondsAtClientLimit: number; failures: Record<string, number>; sampleRate: number; apiArrived: number }
+        lab: {
+          secondsAtClientLimit: number
+          failures: Record<string, number>
+          sampleRate: number
+          apiArrived: number
+          consistency: { valid: boolean; totals: { acknowledged: number; stored: number; counted: number } }
+        }
         series: { clientConnections: Array<number> }
       }
       rmSync(directory, { recursive: true, force: true })
@@ -75,6 +82,11 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
       assert.isAbove(document.summary.connectionAttempts, document.lab.apiArrived + document.summary.polls)
       assert.strictEqual(document.series.clientConnections.length, horizon)
       assert.isAbove(document.lab.sampleRate, 3)
+      // the API's appends (--writes): every acknowledged one stored and derived once, the refused ones nowhere
+      assert.isTrue(document.lab.consistency.valid, result.stderr)
+      const { acknowledged, counted, stored } = document.lab.consistency.totals
+      assert.isAbove(acknowledged, 0)
+      assert.deepStrictEqual([stored, counted], [acknowledged, acknowledged])
       // nothing left behind: both servers gone, no server directory owned by the run
       assert.isAbove(document.pids.postgres, 0)
       assert.isAbove(document.pids.pgbouncer, 0)

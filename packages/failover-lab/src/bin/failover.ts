@@ -18,15 +18,18 @@ const num = (name: string, fallback: number, description: string) =>
 
 const flags = {
   fault: Flag.Literals("fault", [...Scenario.faults, "all"] as const).pipe(
-    Flag.withDescription("switchover: patronictl switchover --force; primary-loss: kill -9 of the leader's postmaster"),
+    Flag.withDescription(
+      "switchover: patronictl switchover --force; primary-loss: kill -9 of the leader's postmaster; stall-then-loss: the standby stopped for --stall, then the leader killed; all: the first two"
+    ),
     Flag.withDefault("all" as const)
   ),
-  sync: Flag.Literals("sync", ["on", "off", "both"] as const).pipe(
-    Flag.withDescription("Patroni's synchronous_mode"),
+  sync: Flag.Literals("sync", ["on", "off", "both", "strict"] as const).pipe(
+    Flag.withDescription("Patroni's synchronous_mode (strict: with synchronous_mode_strict)"),
     Flag.withDefault("both" as const)
   ),
   rate: num("rate", d.rate, "open-loop writes per second"),
   warmup: num("warmup", d.warmupSeconds, "seconds of traffic before the fault"),
+  stall: num("stall", d.stallSeconds, "seconds stall-then-loss stops the standby before killing the leader"),
   after: num("after", d.afterSeconds, "seconds of traffic after the old primary has rejoined"),
   peers: num("peers", d.peers, "peers the messages are spread over"),
   sessions: num("sessions", d.sessions, "sessions the messages are spread over (0: one per write)"),
@@ -53,8 +56,8 @@ const main = Command.make(
   Effect.fn(function*(input) {
     const binaries = SystemPackages.find()
     if (binaries instanceof SystemPackages.SystemPackagesMissing) return yield* binaries
-    const faults = input.fault === "all" ? Scenario.faults : [input.fault]
-    const modes = input.sync === "both" ? [true, false] : [input.sync === "on"]
+    const faults = input.fault === "all" ? (["switchover", "primary-loss"] as const) : [input.fault]
+    const modes = input.sync === "both" ? [true, false] : [input.sync !== "off"]
     const results: Array<Scenario.Result> = []
     for (const fault of faults) {
       for (const synchronousMode of modes) {
@@ -62,9 +65,11 @@ const main = Command.make(
           ...d,
           fault,
           synchronousMode,
+          strict: input.sync === "strict",
           rate: input.rate,
           warmupSeconds: input.warmup,
           afterSeconds: input.after,
+          stallSeconds: input.stall,
           peers: input.peers,
           sessions: input.sessions
         }

@@ -48,7 +48,12 @@ const settingFlags = {
     d.history,
     "processed rows per schema's queue; > 0 also drops the partial claim index (each claim scans them)"
   ),
-  claimTimeout: num("claim-timeout", d.claimTimeoutSeconds, "DERIVER_CLAIM_TIMEOUT_SECONDS (every policy)")
+  claimTimeout: num("claim-timeout", d.claimTimeoutSeconds, "DERIVER_CLAIM_TIMEOUT_SECONDS (every policy)"),
+  writes: Flag.Boolean("writes").pipe(
+    Flag.withDescription(
+      "API requests append domain messages, derived by schema 0's derivers; the run ends with the checker's verdict"
+    )
+  )
 }
 
 type SettingInput = {
@@ -74,7 +79,8 @@ const toSettings = (input: SettingInput, policy: Model.Policy): Settings.Setting
   connectTimeoutSeconds: input.connectTimeout,
   schemas: input.schemas,
   history: input.history,
-  claimTimeoutSeconds: input.claimTimeout
+  claimTimeoutSeconds: input.claimTimeout,
+  writes: input.writes
 })
 
 const json = Flag.optional(
@@ -90,7 +96,8 @@ const describe = (s: Settings.Settings) =>
   `horizon ${s.horizonSeconds} s, auth ${s.auth}, claim timeout ${s.claimTimeoutSeconds} s` +
   (s.history > 0 || s.schemas > 0
     ? `, ${Settings.schemaCount(s)} schemas × ${s.history} processed rows (no partial claim index)`
-    : "")
+    : "") +
+  (s.writes ? ", API requests append messages (checked)" : "")
 
 const write = (path: Option.Option<string>, content: Effect.Effect<string>) =>
   Effect.gen(function*() {
