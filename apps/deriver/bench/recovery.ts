@@ -7,10 +7,11 @@
  * next connection refused with 53300); meanwhile 200 single-message sessions are posted (200 single-item
  * `representation` units) on a connection kept from before. After the saturation the slots are released, and
  * the bench measures the time from the release to the first item processed and to all 200, the connection
- * attempts during the saturation, and the items errored. The configurations of one saturation length run side
- * by side (each on its own server; they wait, they do not compete for CPU); the lengths run one after another.
+ * attempts during the saturation, and the items errored. Saturation 0 is the reference: the same backlog
+ * posted to an idle deriver, whose drain (all − first) is the drain at handler speed on this machine. Every run
+ * has its own server; `BENCH_CONCURRENCY` (6) run at once, the longest outages first.
  *
- *   npm run bench:recovery                                   # 30 s, 120 s and 300 s (about 10 minutes)
+ *   npm run bench:recovery                                   # 0, 30, 120 and 300 s (about 10 minutes)
  *   BENCH_SATURATIONS=30 npm run bench:recovery -w @resilience/deriver-app
  *   BENCH_POOLS=null BENCH_OVERLOAD=true npm run bench:recovery -w @resilience/deriver-app
  */
@@ -25,11 +26,13 @@ import { loadavg } from "node:os"
 
 const list = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
-const saturations = list("BENCH_SATURATIONS", "30,120,300").map(Number)
+const saturations = list("BENCH_SATURATIONS", "0,30,120,300").map(Number)
 const pools = list("BENCH_POOLS", "null,queue") as ReadonlyArray<"null" | "queue">
 const overloads = list("BENCH_OVERLOAD", "true,false").map((value) => value === "true")
 const units = Number(process.env.BENCH_UNITS ?? 200)
 const workers = Number(process.env.BENCH_WORKERS ?? 8)
+/** Runs at once (each a server and a deriver process). */
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 6)
 /** How long after the release the bench waits for the backlog before it gives up on a run. */
 const drainLimitSeconds = 300
 const capSeconds = 30
@@ -66,7 +69,7 @@ const run = (pool: "null" | "queue", overload: boolean, saturationSeconds: numbe
     // The bench's own connections, opened before the saturation and kept (an in-process pool keeps them).
     const admin = yield* Layer.build(DbSession.layer({
       url: cluster.url,
-      connectTimeout: "5 seconds",
+      connectTimeout: "30 seconds", // a loaded machine starts its backends slowly; the bench's own are not measured
       poolClass: "queue",
       poolSize: 2,
       driver: "pg",
@@ -103,16 +106,24 @@ const run = (pool: "null" | "queue", overload: boolean, saturationSeconds: numbe
     }
 
     // The outage: the deriver's connections are cut and every slot is held; the next connection is refused.
-    yield* sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [application])
-    const saturation = yield* Saturation.hold(cluster.url, { applicationName: "saturator", patience: "1 second" })
-      .pipe(Effect.orDie)
+    // (Saturation 0: no outage, the reference drain of the same backlog by an idle deriver.)
+    const saturation = saturationSeconds === 0 ? undefined : yield* Effect.andThen(
+      sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [application]),
+      Saturation.hold(cluster.url, {
+        applicationName: "saturator",
+        patience: "1 second",
+        connectTimeout: "30 seconds"
+      }).pipe(Effect.orDie)
+    )
     const attemptsBefore = yield* proxy.attempts
     const saturatedAt = now()
-    console.log(`${tag} saturated: ${saturation.held} slots held, next refused with ${saturation.refusal.code}`)
+    if (saturation !== undefined) {
+      console.log(`${tag} saturated: ${saturation.held} slots held, next refused with ${saturation.refusal.code}`)
+    }
     // The backlog arrives during the outage.
     yield* withAdmin(Effect.forEach(
       Array.from({ length: units }, (_, i) => i),
-      (i) => Messages.append(schema, "bench", `s${i}`, [{ peer: "alice", content: `message ${i}` }]),
+      (i) => Messages.append(schema, "bench", `s${i}`, [{ peer: `p${i}`, content: `message ${i}` }]),
       { discard: true }
     )).pipe(Effect.orDie)
     while (now() - saturatedAt < saturationSeconds * 1000) {
@@ -123,7 +134,7 @@ const run = (pool: "null" | "queue", overload: boolean, saturationSeconds: numbe
       }
     }
     const attemptsDuring = (yield* proxy.attempts) - attemptsBefore
-    yield* Effect.orDie(saturation.release)
+    if (saturation !== undefined) yield* Effect.orDie(saturation.release)
     const releasedAt = now()
     console.log(`${tag} released after ${seconds(releasedAt - saturatedAt)} s; ${attemptsDuring} attempts during it`)
 
@@ -150,7 +161,7 @@ const run = (pool: "null" | "queue", overload: boolean, saturationSeconds: numbe
       pool,
       overload,
       saturationSeconds,
-      held: saturation.held,
+      held: saturation?.held ?? 0,
       attemptsDuring,
       firstAfterRelease: first,
       allAfterRelease: all,
@@ -164,22 +175,37 @@ const program = Effect.gen(function*() {
     `recovery bench: ${units} single-item units, deriver app with ${workers} workers at the production defaults ` +
       `(base 1 s, max ${capSeconds} s, jitter 0.5); saturations ${saturations.join(", ")} s; load ${load()}`
   )
-  const results: Array<Figures> = []
-  for (const saturationSeconds of saturations) {
-    const configurations = pools.flatMap((pool) => overloads.map((overload) => ({ pool, overload })))
-    results.push(
-      ...(yield* Effect.forEach(configurations, ({ overload, pool }) => run(pool, overload, saturationSeconds), {
-        concurrency: "unbounded"
-      }))
-    )
-    console.log(`saturation ${saturationSeconds} s done; load ${load()}`)
-  }
+  // Runs side by side, each on its own server, at most `concurrency` at once, the longest outages first: they
+  // wait out their outages together, and the backlogs drain at different times. A run that fails (a loaded
+  // machine's server that does not start) is reported as failed; the others go on.
+  const runs = [...saturations].sort((a, b) => b - a).flatMap((saturationSeconds) =>
+    pools.flatMap((pool) => overloads.map((overload) => ({ pool, overload, saturationSeconds })))
+  )
+  const outcomes = yield* Effect.forEach(
+    runs,
+    ({ overload, pool, saturationSeconds }) =>
+      run(pool, overload, saturationSeconds).pipe(
+        Effect.tap(() =>
+          Effect.sync(() => console.log(`${label(pool, overload, saturationSeconds)} done; load ${load()}`))
+        ),
+        Effect.catchCause((cause) =>
+          Effect.sync(() => {
+            console.log(`${label(pool, overload, saturationSeconds)} failed: ${String(cause).slice(0, 300)}`)
+            return undefined
+          })
+        )
+      ),
+    { concurrency }
+  )
+  const results = outcomes
+    .filter((r): r is Figures => r !== undefined)
+    .sort((a, b) => a.saturationSeconds - b.saturationSeconds || a.pool.localeCompare(b.pool))
   console.log(`\nload average at the end: ${load()}\n`)
   console.log(
     `| DB_POOL_CLASS | DERIVER_OVERLOAD_ENABLED | saturation | attempts during it (per ${capSeconds} s) | first item ` +
-      `after release | all ${units} after release | errored |`
+      `after release | all ${units} after release | drain (all − first) | errored |`
   )
-  console.log("|---|---|---|---|---|---|---|")
+  console.log("|---|---|---|---|---|---|---|---|")
   for (const r of results) {
     const perCap = (r.attemptsDuring / r.saturationSeconds * capSeconds).toFixed(2)
     console.log(
@@ -189,6 +215,10 @@ const program = Effect.gen(function*() {
         r.allAfterRelease === undefined
           ? `> ${drainLimitSeconds} s (${r.processed} done)`
           : `${seconds(r.allAfterRelease)} s`
+      } | ${
+        r.allAfterRelease === undefined || r.firstAfterRelease === undefined
+          ? "–"
+          : `${seconds(r.allAfterRelease - r.firstAfterRelease)} s`
       } | ${r.errored} |`
     )
   }
