@@ -60,6 +60,12 @@ DERIVER_METRICS_PORT=$metrics DERIVER_MIGRATE=false DERIVER_POLLING_STARTUP_JITT
   DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS=2 node --conditions=@resilience/source apps/deriver/src/main.ts \
   >"$work/api-deriver.log" 2>&1 &
 pids+=($!)
+# The API listens once node has loaded it (seconds on a loaded machine); the client's own retries are for 503s.
+for _ in $(seq 1 240); do
+  node -e 'fetch(process.argv[1]).then(() => process.exit(0), () => process.exit(1))' "http://127.0.0.1:$port/healthz" \
+    && break
+  sleep 0.5
+done
 (cd "$project" && API_URL="http://127.0.0.1:$port" node client.ts) >"$work/client.log" 2>&1 || fail "client.ts"
 grep -o 'client: [^"]*' "$work/client.log" | head -1 | sed 's/^/consumer-test: /'
 echo "consumer-test: OK in $(($(date +%s) - started)) s"

@@ -4,7 +4,7 @@
 # npm `node` package the workspace installs, this machine's npm and CA bundle (its registry may be reached through
 # a TLS-inspecting proxy), and the `node` account (uid 1000) of the official images. Then:
 #
-#   buildah bud --isolation chroot --build-arg NODE_IMAGE=localhost/resilience-node-base:24 \
+#   buildah bud --isolation chroot --format docker --build-arg NODE_IMAGE=localhost/resilience-node-base:24 \
 #     -f deploy/Dockerfile -t localhost/resilience:dev .
 #   bash scripts/image-check.sh image localhost/resilience:dev
 #
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rootfs=${ROOTFS:-$(mktemp -d /tmp/resilience-base.XXXXXX)/rootfs}
 if [ ! -x "$rootfs/bin/sh" ]; then
-  debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" http://deb.debian.org/debian
+  debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs"
 fi
 install -m 755 node_modules/node/bin/node "$rootfs/usr/local/bin/node"
 rm -rf "$rootfs/usr/local/lib/node_modules/npm"

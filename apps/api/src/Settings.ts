@@ -7,6 +7,7 @@
 import { Readiness, Settings as Admission } from "@resilience/admission"
 import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
+import { Variables } from "@resilience/environment"
 import { InvalidParameter } from "@resilience/jitter"
 import { Config, Context, Effect, Layer, type LogLevel, Redacted, Schema } from "effect"
 
@@ -61,30 +62,30 @@ const BodyBytes = Schema.Int.check(Schema.isBetween({ minimum: 1_024, maximum: 6
  * @since 0.1.0
  */
 export const config: Config.Config<Settings> = Config.all({
-  port: Config.schema(Port, "API_PORT").pipe(Config.withDefault(8000)),
-  host: Config.String("API_HOST").pipe(Config.withDefault("0.0.0.0")),
-  schema: SchemaName.config("DB_SCHEMA"),
-  adminToken: Config.Redacted("API_ADMIN_TOKEN").pipe(
+  port: Config.schema(Port, Variables.api.port).pipe(Config.withDefault(8000)),
+  host: Config.String(Variables.api.host).pipe(Config.withDefault("0.0.0.0")),
+  schema: SchemaName.config(Variables.schema),
+  adminToken: Config.Redacted(Variables.api.adminToken).pipe(
     InvalidParameter.validateConfig((token) =>
       Redacted.value(token).length >= 16
         ? Effect.succeed(token)
         : Effect.fail(
           new InvalidParameter.InvalidParameter({
-            parameter: "API_ADMIN_TOKEN",
+            parameter: Variables.api.adminToken,
             value: token,
             allowed: "at least 16 characters"
           })
         )
     )
   ),
-  maxBodyBytes: Config.schema(BodyBytes, "API_MAX_BODY_BYTES").pipe(Config.withDefault(1_048_576)),
-  retryAfter: RetryAfter.config,
-  migrate: Config.Boolean("API_MIGRATE").pipe(Config.withDefault(true)),
-  idempotencyRetentionSeconds: Config.schema(RetentionSeconds, "API_IDEMPOTENCY_RETENTION_SECONDS").pipe(
+  maxBodyBytes: Config.schema(BodyBytes, Variables.api.maxBodyBytes).pipe(Config.withDefault(1_048_576)),
+  retryAfter: RetryAfter.config(Variables.retryAfter),
+  migrate: Config.Boolean(Variables.api.migrate).pipe(Config.withDefault(true)),
+  idempotencyRetentionSeconds: Config.schema(RetentionSeconds, Variables.api.idempotencyRetentionSeconds).pipe(
     Config.withDefault(86_400)
   ),
-  admission: Admission.config,
-  readinessCacheMillis: Readiness.cacheMillisConfig
+  admission: Admission.config(Variables.admission),
+  readinessCacheMillis: Readiness.cacheMillisConfig(Variables.readinessCacheMillis)
 })
 
 /**
@@ -99,6 +100,6 @@ export const layerConfig: Layer.Layer<AppSettings, Config.ConfigError> = Layer.e
  *
  * @since 0.2.0
  */
-export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.LogLevel("API_LOG_LEVEL").pipe(
+export const logLevelConfig: Config.Config<LogLevel.LogLevel> = Config.LogLevel(Variables.api.logLevel).pipe(
   Config.withDefault("Info" as const)
 )

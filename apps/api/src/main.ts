@@ -11,6 +11,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { DbSession } from "@resilience/db-session"
 import { ProcessExit } from "@resilience/deriver"
+import { Variables } from "@resilience/environment"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
@@ -23,7 +24,7 @@ const LogLevel = Layer.unwrap(Effect.gen(function*() {
 }))
 
 const Main = Http.server.pipe(
-  Layer.provide(DbSession.layerConfig),
+  Layer.provide(DbSession.layerConfig(Variables.database)),
   Layer.provide(Settings.layerConfig)
 )
 

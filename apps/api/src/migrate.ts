@@ -18,6 +18,7 @@ import { Classify, DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { Failures, Migrator, SchemaName } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
+import { Variables } from "@resilience/environment"
 import { Cause, Console, Effect, Exit, Runtime } from "effect"
 import type { Config } from "effect"
 
@@ -36,7 +37,7 @@ const outcome = (error: DbError): number =>
     : exitCodes.failed
 
 const program: Effect.Effect<number, Config.ConfigError> = Effect.gen(function*() {
-  const schema = yield* SchemaName.config("DB_SCHEMA")
+  const schema = yield* SchemaName.config(Variables.schema)
   const result = yield* Effect.result(Migrator.run(schema, Domain.components))
   if (result._tag === "Success") {
     const applied = result.success.map((migration) => `${migration.component}:${migration.version}`)
@@ -55,7 +56,7 @@ const program: Effect.Effect<number, Config.ConfigError> = Effect.gen(function*(
     : "migration failed"
   yield* Console.error(`${what}: ${Failures.describe(result.failure)}`)
   return code
-}).pipe(Effect.provide(DbSession.layerConfig))
+}).pipe(Effect.provide(DbSession.layerConfig(Variables.database)))
 
 NodeRuntime.runMain(program, {
   teardown: (exit, onExit) => {

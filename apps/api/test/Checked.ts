@@ -2,7 +2,8 @@
  * The consistency checker around the API's tests: posts recorded in a history (201 acknowledged, 4xx refused,
  * anything else unknown), a deriver in the test process, and the verdict printed as a table.
  */
-import type { ApiClient, ClientErrors } from "@resilience/api-client"
+import { ApiClient } from "@resilience/api-client"
+import type { ClientErrors } from "@resilience/api-client"
 import { Checker, History } from "@resilience/checker"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig } from "@resilience/deriver"
@@ -12,7 +13,14 @@ import { request } from "./TestServer.ts"
 
 /** A database session for the deriver and the checker (a small in-process pool). */
 export const session = (url: string) =>
-  DbSession.layer({ url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 4, driver: "pg" })
+  DbSession.layer({
+    url,
+    connectTimeout: "2 seconds",
+    poolClass: "queue",
+    poolSize: 4,
+    driver: "pg",
+    applicationName: "deriver-test"
+  })
 
 /** `POST …/sessions/{session}/messages` with one message, recorded in `history`. */
 export const post = (
@@ -34,6 +42,18 @@ export const post = (
       return status === 201 ? "acknowledged" : status >= 400 && status < 500 ? "refused" : "unknown"
     }
   )
+
+/**
+ * The API client for recorded writes: a 503 is resent with the same Idempotency-Key, up to 30 attempts, waits of
+ * at most 5 s (above the test server's Retry-After), a budget that does not run dry.
+ */
+export const retryingClient = (api: { readonly baseUrl: string }) =>
+  ApiClient.make({
+    baseUrl: api.baseUrl,
+    maxAttempts: 30,
+    maxDelay: "5 seconds",
+    budget: { maxTokens: 1_000, ratio: 1 }
+  }).pipe(Effect.orDie)
 
 /**
  * One message through the API client (its retries, one Idempotency-Key for all of them), recorded in `history`:

@@ -4,12 +4,11 @@
  * five runs in a row, and the checker finds nothing.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ApiClient } from "@resilience/api-client"
 import { History } from "@resilience/checker"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { deriver, send, session, verdict } from "./Checked.ts"
+import { deriver, retryingClient, send, session, verdict } from "./Checked.ts"
 import { createWorkspace, start } from "./TestServer.ts"
 
 const clients = 16
@@ -33,12 +32,7 @@ describe("apps/api: concurrent appends to one session and peer", () => {
               const workspace = `run-${run}`
               const token = yield* createWorkspace(api, workspace)
               // A 503 (a connect timeout on this loaded machine) is resent with the same Idempotency-Key.
-              const client = yield* ApiClient.make({
-                baseUrl: api.baseUrl,
-                maxAttempts: 20,
-                maxDelay: "2 seconds",
-                budget: { maxTokens: 1_000, ratio: 1 }
-              }).pipe(Effect.orDie)
+              const client = yield* retryingClient(api)
               const history = History.make()
               const startedAt = performance.now()
               yield* Effect.forEach(

@@ -36,20 +36,21 @@ describe("the entry point", () => {
   it.live("an invalid variable stops the process at start, naming the variable", () =>
     Effect.gen(function*() {
       const base = { API_ADMIN_TOKEN: "0123456789abcdef-admin", DATABASE_URL: "postgres://u:p@127.0.0.1:1/db" }
-      for (
-        const [env, variable] of [
-          [{ ...base, API_PORT: "eighty" }, "API_PORT"],
-          [{ ...base, API_RETRY_AFTER_SECONDS: "-3" }, "API_RETRY_AFTER_SECONDS"],
-          [{ ...base, DB_SCHEMA: "Robert'); DROP" }, "DB_SCHEMA"],
-          [{ DATABASE_URL: base.DATABASE_URL }, "API_ADMIN_TOKEN"],
-          [{ ...base, API_ADMIN_TOKEN: "short" }, "API_ADMIN_TOKEN"],
-          [{ ...base, DB_CONNECT_TIMEOUT_SECONDS: "0" }, "DB_CONNECT_TIMEOUT_SECONDS"]
-        ] as const
-      ) {
-        const result = yield* run(env)
+      const cases = [
+        [{ ...base, API_PORT: "eighty" }, "API_PORT"],
+        [{ ...base, API_RETRY_AFTER_SECONDS: "-3" }, "API_RETRY_AFTER_SECONDS"],
+        [{ ...base, DB_SCHEMA: "Robert'); DROP" }, "DB_SCHEMA"],
+        [{ DATABASE_URL: base.DATABASE_URL }, "API_ADMIN_TOKEN"],
+        [{ ...base, API_ADMIN_TOKEN: "short" }, "API_ADMIN_TOKEN"],
+        [{ ...base, DB_CONNECT_TIMEOUT_SECONDS: "0" }, "DB_CONNECT_TIMEOUT_SECONDS"]
+      ] as const
+      // each process is independent (it stops before it listens or connects): two at a time
+      const results = yield* Effect.forEach(cases, ([env]) => run(env), { concurrency: 2 })
+      results.forEach((result, index) => {
+        const variable = cases[index]![1]
         assert.notStrictEqual(result.code, 0, variable)
         assert.include(result.output, variable)
-      }
+      })
     }), 120_000)
 
   it.live("starts, migrates, serves JSON logs, and stops on SIGTERM", () =>

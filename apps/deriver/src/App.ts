@@ -9,6 +9,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { DbConfig, DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName, SchemaReadiness } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
+import { Variables } from "@resilience/environment"
 import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
@@ -21,10 +22,10 @@ import { createServer } from "node:http"
  * @since 0.1.0
  */
 export const appConfig = Config.all({
-  migrate: Config.Boolean("DERIVER_MIGRATE").pipe(Config.withDefault(false)),
+  migrate: Config.Boolean(Variables.deriverApp.migrate).pipe(Config.withDefault(false)),
   metricsPort: Config.schema(
     Schema.NumberFromString.check(Schema.isInt(), Schema.isBetween({ minimum: 0, maximum: 65535 })),
-    "DERIVER_METRICS_PORT"
+    Variables.deriverApp.metricsPort
   ).pipe(
     Config.withDefault(9464)
   )
@@ -48,9 +49,9 @@ export class Settings extends Context.Service<Settings, {
   static readonly layer = Layer.effect(
     Settings,
     Effect.gen(function*() {
-      const database = yield* DbConfig.config
-      const schema = yield* SchemaName.config("DB_SCHEMA")
-      const deriver = yield* DeriverConfig.config
+      const database = yield* DbConfig.config(Variables.database)
+      const schema = yield* SchemaName.config(Variables.schema)
+      const deriver = yield* DeriverConfig.config(Variables.deriver)
       const { metricsPort, migrate } = yield* appConfig
       return { database, schema, deriver, migrate, metricsPort }
     })

@@ -140,16 +140,17 @@ export const layer = (options: Settings.Options = {}): Layer.Layer<Gate> =>
   Layer.effect(Gate, Effect.flatMap(Effect.orDie(Settings.make(options)), make))
 
 /**
- * The gate from the environment ({@link Settings.config}).
+ * The gate from the environment variables `names` gives ({@link Settings.config}).
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const layerConfig: Layer.Layer<Gate, Config.ConfigError> = Layer.effect(
-  Gate,
-  Effect.gen(function*() {
-    return yield* make(yield* Settings.config)
-  })
-)
+export const layerConfig = (names: Settings.Names): Layer.Layer<Gate, Config.ConfigError> =>
+  Layer.effect(
+    Gate,
+    Effect.gen(function*() {
+      return yield* make(yield* Settings.config(names))
+    })
+  )
 
 /**
  * Runs `effect` through the {@link Gate} in context.

@@ -64,21 +64,22 @@ export const layer = (options?: { readonly cacheMillis?: number | undefined }): 
 const CacheMillis = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_000 }))
 
 /**
- * `API_READINESS_CACHE_MILLIS` (default 1000, an integer in [0, 60000]).
+ * The cache window from the environment variable `name` gives (this repository's API passes
+ * `API_READINESS_CACHE_MILLIS`): default 1000, an integer in [0, 60000].
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const cacheMillisConfig: Config.Config<number> = Config.schema(CacheMillis, "API_READINESS_CACHE_MILLIS").pipe(
-  Config.withDefault(defaultCacheMillis)
-)
+export const cacheMillisConfig = (name: string): Config.Config<number> =>
+  Config.schema(CacheMillis, name).pipe(Config.withDefault(defaultCacheMillis))
 
 /**
- * {@link layer} with the cache window from the environment ({@link cacheMillisConfig}).
+ * {@link layer} with the cache window from the environment variable `name` gives ({@link cacheMillisConfig}).
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const layerConfig: Layer.Layer<Readiness, Config.ConfigError, Gate.Gate | DbSession> = Layer.unwrap(
-  Effect.gen(function*() {
-    return layer({ cacheMillis: yield* cacheMillisConfig })
-  })
-)
+export const layerConfig = (name: string): Layer.Layer<Readiness, Config.ConfigError, Gate.Gate | DbSession> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      return layer({ cacheMillis: yield* cacheMillisConfig(name) })
+    })
+  )

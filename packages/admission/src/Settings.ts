@@ -152,54 +152,46 @@ export const make = (options: Options = {}): Effect.Effect<Settings, InvalidPara
   })
 
 /**
- * The environment variables, by setting.
+ * The names of the environment variables {@link config} reads, one per setting (the multiplicative decrease is
+ * not read from the environment): the application chooses them (this repository's API passes `API_ADMISSION_*`,
+ * from `@resilience/environment`).
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const variables = {
-  enabled: "API_ADMISSION_ENABLED",
-  maxConcurrency: "API_ADMISSION_MAX_CONCURRENCY",
-  minConcurrency: "API_ADMISSION_MIN_CONCURRENCY",
-  queueTimeoutMillis: "API_ADMISSION_QUEUE_TIMEOUT_MILLIS",
-  slowMillis: "API_ADMISSION_SLOW_MILLIS",
-  tripFailures: "API_ADMISSION_TRIP_FAILURES",
-  openMillis: "API_ADMISSION_OPEN_MILLIS",
-  openMaxMillis: "API_ADMISSION_OPEN_MAX_MILLIS",
-  openJitterRatio: "API_ADMISSION_OPEN_JITTER_RATIO"
-} as const
+export type Names = { readonly [K in Exclude<keyof Settings, "decreaseRatio">]: string }
 
-const fromEnv = <K extends keyof typeof rules & keyof typeof variables>(key: K) =>
-  Config.schema(rules[key][0], variables[key]).pipe(Config.withDefault(defaults[key]))
+const fromEnv = <K extends keyof typeof rules & keyof Names>(names: Names, key: K) =>
+  Config.schema(rules[key][0], names[key]).pipe(Config.withDefault(defaults[key]))
 
 /**
- * The settings from the environment (see {@link variables}; unset means the default; the open window's cap
- * defaults to 30 s or the open window, whichever is longer). A value outside its
- * range, `API_ADMISSION_MIN_CONCURRENCY` above `API_ADMISSION_MAX_CONCURRENCY`, or `API_ADMISSION_OPEN_MAX_MILLIS`
- * below `API_ADMISSION_OPEN_MILLIS`, is a `ConfigError` that names the variable.
+ * The settings from the environment variables `names` gives (unset means the default; the open window's cap
+ * defaults to 30 s or the open window, whichever is longer). A value outside its range, the minimum concurrency
+ * above the maximum, or the open window's cap below the open window, is a `ConfigError` that names the variable.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const config: Config.Config<Settings> = Config.all({
-  enabled: Config.Boolean(variables.enabled).pipe(Config.withDefault(defaults.enabled)),
-  maxConcurrency: fromEnv("maxConcurrency"),
-  minConcurrency: fromEnv("minConcurrency"),
-  queueTimeoutMillis: fromEnv("queueTimeoutMillis"),
-  slowMillis: fromEnv("slowMillis"),
-  tripFailures: fromEnv("tripFailures"),
-  openMillis: fromEnv("openMillis"),
-  openMaxMillis: Config.schema(rules.openMaxMillis[0], variables.openMaxMillis).pipe(Config.option),
-  openJitterRatio: fromEnv("openJitterRatio")
-}).pipe(
-  InvalidParameter.validateConfig(({ openMaxMillis, ...settings }) =>
-    ordered({
-      ...settings,
-      openMaxMillis: Option.getOrElse(openMaxMillis, () => Math.max(defaults.openMaxMillis, settings.openMillis)),
-      decreaseRatio: defaults.decreaseRatio
-    }, {
-      min: variables.minConcurrency,
-      max: variables.maxConcurrency,
-      open: variables.openMillis,
-      openMax: variables.openMaxMillis
-    })
+export const config = (names: Names): Config.Config<Settings> =>
+  Config.all({
+    enabled: Config.Boolean(names.enabled).pipe(Config.withDefault(defaults.enabled)),
+    maxConcurrency: fromEnv(names, "maxConcurrency"),
+    minConcurrency: fromEnv(names, "minConcurrency"),
+    queueTimeoutMillis: fromEnv(names, "queueTimeoutMillis"),
+    slowMillis: fromEnv(names, "slowMillis"),
+    tripFailures: fromEnv(names, "tripFailures"),
+    openMillis: fromEnv(names, "openMillis"),
+    openMaxMillis: Config.schema(rules.openMaxMillis[0], names.openMaxMillis).pipe(Config.option),
+    openJitterRatio: fromEnv(names, "openJitterRatio")
+  }).pipe(
+    InvalidParameter.validateConfig(({ openMaxMillis, ...settings }) =>
+      ordered({
+        ...settings,
+        openMaxMillis: Option.getOrElse(openMaxMillis, () => Math.max(defaults.openMaxMillis, settings.openMillis)),
+        decreaseRatio: defaults.decreaseRatio
+      }, {
+        min: names.minConcurrency,
+        max: names.maxConcurrency,
+        open: names.openMillis,
+        openMax: names.openMaxMillis
+      })
+    )
   )
-)

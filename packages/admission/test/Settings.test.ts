@@ -2,7 +2,15 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect } from "effect"
 import * as Settings from "../src/Settings.ts"
 
-const fromEnv = (env: Record<string, string>) => Settings.config.parse(ConfigProvider.fromEnv({ env }))
+// The library reads the names its caller gives; here the API's (`@resilience/environment`): API_ADMISSION_ + each
+// setting's name in upper snake case.
+const names = Object.fromEntries(
+  (Object.keys(Settings.defaults) as ReadonlyArray<keyof Settings.Settings>)
+    .filter((setting) => setting !== "decreaseRatio")
+    .map((setting) => [setting, `API_ADMISSION_${setting.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase()}`])
+) as unknown as Settings.Names
+
+const fromEnv = (env: Record<string, string>) => Settings.config(names).parse(ConfigProvider.fromEnv({ env }))
 
 describe("Settings", () => {
   it.effect("defaults are valid", () =>

@@ -67,13 +67,15 @@ export const layer = (options?: { readonly retryAfter?: RetryAfter.RetryAfter | 
 }
 
 /**
- * {@link layer} with the `Retry-After` policy read from the environment ({@link RetryAfter.config}).
+ * {@link layer} with the `Retry-After` policy read from the environment variables `names` gives
+ * ({@link RetryAfter.config}).
  *
  * @since 0.1.0
  */
-export const layerConfig: Layer.Layer<DatabaseErrors, Config.ConfigError> = Layer.unwrap(
-  Effect.gen(function*() {
-    const retryAfter = yield* RetryAfter.config
-    return layer({ retryAfter })
-  })
-)
+export const layerConfig = (names: RetryAfter.Names): Layer.Layer<DatabaseErrors, Config.ConfigError> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const retryAfter = yield* RetryAfter.config(names)
+      return layer({ retryAfter })
+    })
+  )

@@ -182,13 +182,17 @@ export const layerRouter = (options?: {
   HttpRouter.middleware(handle({ retryAfter: options?.retryAfter, answers: "all" }), { global: true })
 
 /**
- * {@link layerRouter} with the `Retry-After` policy read from the environment ({@link RetryAfter.config}).
+ * {@link layerRouter} with the `Retry-After` policy read from the environment variables `names` gives
+ * ({@link RetryAfter.config}).
  *
  * @since 0.1.0
  */
-export const layerRouterConfig: Layer.Layer<never, Config.ConfigError, HttpRouter.HttpRouter> = Layer.unwrap(
-  Effect.gen(function*() {
-    const retryAfter = yield* RetryAfter.config
-    return layerRouter({ retryAfter })
-  })
-)
+export const layerRouterConfig = (
+  names: RetryAfter.Names
+): Layer.Layer<never, Config.ConfigError, HttpRouter.HttpRouter> =>
+  Layer.unwrap(
+    Effect.gen(function*() {
+      const retryAfter = yield* RetryAfter.config(names)
+      return layerRouter({ retryAfter })
+    })
+  )

@@ -93,26 +93,36 @@ export const draw = (self: RetryAfter): Effect.Effect<number> =>
 const Seconds = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: maxAllowedSeconds }))
 
 /**
- * The policy from the environment: `API_RETRY_AFTER_SECONDS` (default 1) and, to draw from a range,
- * `API_RETRY_AFTER_MAX_SECONDS` (default: the same value). A value outside [0, 86400], or a maximum below
- * the minimum, is a `ConfigError` that names the variable.
+ * The names of the two environment variables {@link config} reads: the application chooses them (this
+ * repository's API passes `API_RETRY_AFTER_SECONDS` and `API_RETRY_AFTER_MAX_SECONDS`).
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const config: Config.Config<RetryAfter> = Config.all({
-  seconds: Config.schema(Seconds, "API_RETRY_AFTER_SECONDS").pipe(Config.withDefault(1)),
-  maxSeconds: Config.schema(Seconds, "API_RETRY_AFTER_MAX_SECONDS").pipe(Config.option)
-}).pipe(
-  InvalidParameter.validateConfig(({ maxSeconds, seconds }) => {
-    const max = maxSeconds._tag === "Some" ? maxSeconds.value : seconds
-    return max < seconds
-      ? Effect.fail(
-        invalid(
-          "API_RETRY_AFTER_MAX_SECONDS",
-          max,
-          `an integer in [API_RETRY_AFTER_SECONDS = ${seconds}, ${maxAllowedSeconds}]`
+export interface Names {
+  /** Integer seconds, the minimum; default {@link defaultPolicy}'s. */
+  readonly seconds: string
+  /** Integer seconds, the maximum; default: the minimum (a fixed `Retry-After`). */
+  readonly maxSeconds: string
+}
+
+/**
+ * The policy from the environment variables `names` gives: the minimum (default {@link defaultPolicy}'s) and,
+ * to draw from a range, the maximum (default: the minimum). A value outside [0, 86400], or a maximum below the
+ * minimum, is a `ConfigError` that names the variable.
+ *
+ * @since 0.2.0
+ */
+export const config = (names: Names): Config.Config<RetryAfter> =>
+  Config.all({
+    seconds: Config.schema(Seconds, names.seconds).pipe(Config.withDefault(defaultPolicy.minSeconds)),
+    maxSeconds: Config.schema(Seconds, names.maxSeconds).pipe(Config.option)
+  }).pipe(
+    InvalidParameter.validateConfig(({ maxSeconds, seconds }) => {
+      const max = maxSeconds._tag === "Some" ? maxSeconds.value : seconds
+      return max < seconds
+        ? Effect.fail(
+          invalid(names.maxSeconds, max, `an integer in [${names.seconds} = ${seconds}, ${maxAllowedSeconds}]`)
         )
-      )
-      : Effect.succeed({ minSeconds: seconds, maxSeconds: max })
-  })
-)
+        : Effect.succeed({ minSeconds: seconds, maxSeconds: max })
+    })
+  )

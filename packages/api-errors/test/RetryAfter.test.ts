@@ -5,7 +5,7 @@ import { ConfigProvider, Effect, Random, Schema } from "effect"
 const fromEnv = (env: Record<string, string>) =>
   Effect.provideService(
     Effect.gen(function*() {
-      return yield* RetryAfter.config
+      return yield* RetryAfter.config({ seconds: "API_RETRY_AFTER_SECONDS", maxSeconds: "API_RETRY_AFTER_MAX_SECONDS" })
     }),
     ConfigProvider.ConfigProvider,
     ConfigProvider.fromEnv({ env })

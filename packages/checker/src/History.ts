@@ -121,7 +121,11 @@ export const recordAll = <A, E, R>(
 const failureDetail = <A, E>(exit: Exit.Exit<A, E>): string => {
   if (Exit.isSuccess(exit)) return ""
   if (Exit.hasInterrupts(exit)) return "interrupted"
-  const error = Option.getOrUndefined(Exit.findErrorOption(exit)) as { readonly _tag?: unknown } | undefined
+  const error = Option.getOrUndefined(Exit.findErrorOption(exit)) as
+    | { readonly _tag?: unknown; readonly message?: unknown }
+    | undefined
   if (error === undefined) return "defect"
-  return typeof error._tag === "string" ? error._tag : String(error)
+  const tag = typeof error._tag === "string" ? error._tag : "error"
+  const message = typeof error.message === "string" && error.message !== "" ? `: ${error.message}` : ""
+  return `${tag}${message}`.slice(0, 200)
 }

@@ -1,6 +1,6 @@
 /**
- * The session's settings: the options of `DbSession.layer`, and the environment variables that
- * `DbSession.layerConfig` reads them from (names follow the reference service).
+ * The session's settings: the options of `DbSession.layer`, their defaults, and a `Config` of them read from
+ * environment variables whose names the application gives (`DbSession.layerConfig(names)`).
  *
  * @since 0.1.0
  */
@@ -22,37 +22,74 @@ export interface Options {
   /** Size of the in-process pool (`queue` only). */
   readonly poolSize: number
   readonly driver: DriverName
-  /** `application_name` shown in `pg_stat_activity`; default `resilience`. */
+  /** `application_name` shown in `pg_stat_activity`; default {@link defaults}. */
   readonly applicationName?: string
   /**
-   * Deadline of one statement; default 30 seconds. Inside a transaction the server enforces it
+   * Deadline of one statement; default {@link defaults} (30 seconds). Inside a transaction the server enforces it
    * (`SET LOCAL statement_timeout`, with the `BEGIN`); every statement also has a client-side bound of this plus
    * one second, after which the statement is cancelled on the server and its connection closed.
    */
   readonly statementTimeout?: Duration.Input | undefined
 }
 
-const positive = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(3600))
+/**
+ * The defaults of {@link Options}, defined once: the session applies them to options left out, and
+ * {@link config} to variables left unset.
+ *
+ * @since 0.2.0
+ */
+export const defaults = {
+  connectTimeout: Duration.seconds(2),
+  poolClass: "null",
+  poolSize: 10,
+  driver: "pg",
+  applicationName: "resilience",
+  statementTimeout: Duration.seconds(30)
+} as const satisfies Omit<Options, "url">
+
+/**
+ * The names of the environment variables {@link config} reads, one per option: the application chooses them
+ * (this repository's apps take theirs from `@resilience/environment`). Durations are read in seconds.
+ *
+ * @since 0.2.0
+ */
+export interface Names {
+  readonly url: string
+  readonly connectTimeoutSeconds: string
+  readonly poolClass: string
+  readonly poolSize: string
+  readonly driver: string
+  readonly applicationName: string
+  readonly statementTimeoutSeconds: string
+}
+
+/** The connect timeout's range, seconds. */
+const connectSeconds = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(3600))
 const statementSeconds = Schema.Finite.check(Schema.isGreaterThan(0), Schema.isLessThanOrEqualTo(86_400))
 const poolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000 }))
 
+const seconds = (duration: Duration.Duration) => Duration.toSeconds(duration)
+const fromSeconds = (value: number) => Duration.millis(Math.round(value * 1000))
+
 /**
- * The environment variables of {@link DbSession.layerConfig}, parsed and validated.
+ * {@link Options} from the environment variables `names` gives, parsed and validated (a bad value is a
+ * `ConfigError` naming its variable); unset variables take {@link defaults}.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const config: Config.Config<Options> = Config.all({
-  url: Config.Redacted("DATABASE_URL"),
-  connectTimeout: Config.schema(positive, "DB_CONNECT_TIMEOUT_SECONDS").pipe(
-    Config.withDefault(2),
-    Config.map((seconds) => Duration.millis(Math.round(seconds * 1000)))
-  ),
-  poolClass: Config.Literals(["null", "queue"], "DB_POOL_CLASS").pipe(Config.withDefault("null" as const)),
-  poolSize: Config.schema(poolSize, "DB_POOL_SIZE").pipe(Config.withDefault(10)),
-  driver: Config.Literals(["pg", "postgres"], "DB_DRIVER").pipe(Config.withDefault("pg" as const)),
-  applicationName: Config.String("DB_APPLICATION_NAME").pipe(Config.withDefault("resilience")),
-  statementTimeout: Config.schema(statementSeconds, "DB_STATEMENT_TIMEOUT_SECONDS").pipe(
-    Config.withDefault(30),
-    Config.map((seconds) => Duration.millis(Math.round(seconds * 1000)))
-  )
-})
+export const config = (names: Names): Config.Config<Options> =>
+  Config.all({
+    url: Config.Redacted(names.url),
+    connectTimeout: Config.schema(connectSeconds, names.connectTimeoutSeconds).pipe(
+      Config.withDefault(seconds(defaults.connectTimeout)),
+      Config.map(fromSeconds)
+    ),
+    poolClass: Config.Literals(["null", "queue"], names.poolClass).pipe(Config.withDefault(defaults.poolClass)),
+    poolSize: Config.schema(poolSize, names.poolSize).pipe(Config.withDefault(defaults.poolSize)),
+    driver: Config.Literals(["pg", "postgres"], names.driver).pipe(Config.withDefault(defaults.driver)),
+    applicationName: Config.String(names.applicationName).pipe(Config.withDefault(defaults.applicationName)),
+    statementTimeout: Config.schema(statementSeconds, names.statementTimeoutSeconds).pipe(
+      Config.withDefault(seconds(defaults.statementTimeout)),
+      Config.map(fromSeconds)
+    )
+  })

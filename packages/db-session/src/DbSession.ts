@@ -45,13 +45,11 @@ export class DbSession extends Context.Service<DbSession, {
   static readonly layer = (options: DbConfig.Options): Layer.Layer<DbSession> => Layer.effect(DbSession, make(options))
 
   /**
-   * A session configured from the environment: `DATABASE_URL` (required), `DB_CONNECT_TIMEOUT_SECONDS` (2),
-   * `DB_POOL_CLASS` (`null` | `queue`, default `null`), `DB_POOL_SIZE` (10), `DB_DRIVER` (`pg` | `postgres`,
-   * default `pg`), `DB_APPLICATION_NAME` (`resilience`), `DB_STATEMENT_TIMEOUT_SECONDS` (30).
+   * A session configured from the environment variables `names` gives (`DbConfig.config`): the application
+   * names them, the options' defaults are `DbConfig.defaults`.
    */
-  static readonly layerConfig: Layer.Layer<DbSession, Config.ConfigError> = Layer.unwrap(
-    Effect.map(Effect.suspend(() => DbConfig.config), (options) => DbSession.layer(options))
-  )
+  static readonly layerConfig = (names: DbConfig.Names): Layer.Layer<DbSession, Config.ConfigError> =>
+    Layer.unwrap(Effect.map(DbConfig.config(names), (options) => DbSession.layer(options)))
 }
 
 /**
@@ -65,7 +63,7 @@ export const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.
 const statementTimedOut = (deadlineMillis: number) =>
   Object.assign(
     new Error(
-      `no answer to the statement within ${deadlineMillis} ms (DB_STATEMENT_TIMEOUT_SECONDS + 1 s); cancelled on the server and its connection closed`
+      `no answer to the statement within ${deadlineMillis} ms (the statement timeout + 1 s); cancelled on the server and its connection closed`
     ),
     { code: "STATEMENT_TIMEOUT" }
   )
@@ -82,7 +80,9 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   if (!(connectTimeoutMillis > 0) || !Number.isFinite(connectTimeoutMillis)) {
     return yield* invalid(`connectTimeout must be a positive, finite duration (got ${String(options.connectTimeout)})`)
   }
-  const statementTimeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(options.statementTimeout ?? "30 seconds"))
+  const statementTimeoutMillis = Duration.toMillis(
+    Duration.fromInputUnsafe(options.statementTimeout ?? DbConfig.defaults.statementTimeout)
+  )
   if (!(statementTimeoutMillis > 0) || !Number.isFinite(statementTimeoutMillis)) {
     return yield* invalid(
       `statementTimeout must be a positive, finite duration (got ${String(options.statementTimeout)})`
@@ -99,7 +99,7 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   const pool = yield* Pool.make({
     driver,
     url: Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url,
-    applicationName: options.applicationName ?? "resilience",
+    applicationName: options.applicationName ?? DbConfig.defaults.applicationName,
     connectTimeoutMillis,
     poolClass: options.poolClass,
     poolSize: options.poolSize

@@ -227,6 +227,24 @@ describe("Classify", () => {
     )
   })
 
+  it("isPoolExhausted: only the in-process pool's own wait (POOL_EXHAUSTED), not the database's refusals", () => {
+    const exhausted = Classify.checkoutFailure(
+      Object.assign(new Error("no free connection in the in-process pool (size 1) within 1000 ms"), {
+        code: "POOL_EXHAUSTED"
+      }),
+      1000
+    )
+    assert.instanceOf(exhausted, DatabaseUnavailable)
+    assert.isTrue(Classify.isUnavailable(exhausted), "still unavailable to the caller (503, back off)")
+    assert.isTrue(Classify.isPoolExhausted(exhausted))
+    assert.isFalse(
+      Classify.isPoolExhausted(
+        new DatabaseUnavailable({ reason: "Saturated", code: "53300", message: "x", elapsedMillis: 1 })
+      )
+    )
+    assert.isFalse(Classify.isPoolExhausted({ code: "POOL_EXHAUSTED", message: "not a db-session error" }))
+  })
+
   it("every row of the table names its source and matches something", () => {
     for (const row of Classify.table) {
       assert.isAbove(row.source.length, 10)

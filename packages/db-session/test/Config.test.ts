@@ -1,9 +1,25 @@
-/** `DbSession.layerConfig`'s environment: defaults, parsing, and a clear refusal of invalid values. */
+/** `DbSession.layerConfig(names)`'s environment: defaults, parsing, and a clear refusal of invalid values. */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Duration, Effect, Redacted } from "effect"
 import { DbConfig } from "../src/index.ts"
 
-const read = (env: Record<string, string>) => DbConfig.config.parse(ConfigProvider.fromEnv({ env }))
+// The library reads the names its caller gives; here the reference service's, as the apps pass them
+// (`@resilience/environment`): DATABASE_URL and DB_ + each option's name in upper snake case.
+const optionNames = [
+  "connectTimeoutSeconds",
+  "poolClass",
+  "poolSize",
+  "driver",
+  "applicationName",
+  "statementTimeoutSeconds"
+] as const
+const upperSnake = (option: string) => `DB_${option.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase()}`
+const names = {
+  url: "DATABASE_URL",
+  ...Object.fromEntries(optionNames.map((option) => [option, upperSnake(option)]))
+} as unknown as DbConfig.Names
+
+const read = (env: Record<string, string>) => DbConfig.config(names).parse(ConfigProvider.fromEnv({ env }))
 
 describe("DbSession config", () => {
   it.effect("applies the documented defaults", () =>
@@ -62,5 +78,18 @@ describe("DbSession config", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(read({}))
       assert.include(error.message, "DATABASE_URL")
+    }))
+
+  it.effect("reads the names its caller gives, and nothing else", () =>
+    Effect.gen(function*() {
+      const other = yield* DbConfig.config({
+        ...names,
+        url: "TENANT_DB",
+        poolSize: "TENANT_DB_POOL"
+      }).parse(
+        ConfigProvider.fromEnv({ env: { TENANT_DB: "postgres://db/t", TENANT_DB_POOL: "4", DB_POOL_SIZE: "7" } })
+      )
+      assert.strictEqual(Redacted.value(other.url as Redacted.Redacted<string>), "postgres://db/t")
+      assert.strictEqual(other.poolSize, 4)
     }))
 })

@@ -13,8 +13,8 @@
  *   new one once per hold;
  * - the **circuit** (`Breaker`): 2 unavailable of the last 4 checkouts open it (nothing works); while open,
  *   every checkout waits, except one probe at a time: the poll may probe whenever it polls (its own schedule is
- *   the spec's jittered backoff, so it adds no attempt), a waiting worker when the circuit's window ends (the
- *   poll backoff's schedule again, stepping once per failed probe). An answered probe closes it and ends the
+ *   the spec's jittered backoff, so it adds no attempt), a waiting worker or the shutdown release only when the
+ *   circuit's window ends (the poll backoff's schedule again, stepping once per failed probe). An answered probe closes it and ends the
  *   limit's hold, so a process climbs back to full speed one answer at a time as soon as the database answers.
  *
  * Attempts during an outage therefore follow one schedule per process instead of one per worker; a checkout
@@ -158,10 +158,13 @@ export interface CheckoutGate {
   readonly run: <A, E, R>(checkout: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
    * Runs one checkout under the gate if it may start now, else fails with {@link GateFull} at once: for a
-   * caller that must not wait and whose own schedule spaces its attempts (the poll's claim, the shutdown
-   * release), so it may also be the circuit's probe before the window ends.
+   * caller that must not wait (the poll's claim, the shutdown release). With `early` (the poll, whose own
+   * schedule spaces its attempts) it may be the circuit's probe before the window ends.
    */
-  readonly runNow: <A, E, R>(checkout: Effect.Effect<A, E, R>) => Effect.Effect<A, E | GateFull, R>
+  readonly runNow: <A, E, R>(
+    checkout: Effect.Effect<A, E, R>,
+    options?: { readonly early?: boolean | undefined }
+  ) => Effect.Effect<A, E | GateFull, R>
   /** How many checkouts may start now without waiting (0 while blocked). */
   readonly headroom: Effect.Effect<number>
   /** Whether the poll could make no attempt now (the circuit's probe is running). */
@@ -233,11 +236,14 @@ export const make = (options: {
         )
       )
 
-    const runNow = <A, E, R>(checkout: Effect.Effect<A, E, R>): Effect.Effect<A, E | GateFull, R> =>
+    const runNow = <A, E, R>(
+      checkout: Effect.Effect<A, E, R>,
+      runOptions?: { readonly early?: boolean | undefined }
+    ): Effect.Effect<A, E | GateFull, R> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const [decision, next] = admit(state, now, true)
+          const [decision, next] = admit(state, now, runOptions?.early === true)
           if (decision === "full" || decision === "shed") return yield* new GateFull()
           state = next
           return yield* restore(checkout).pipe(Effect.onExit((exit) => settleExit(exit, decision === "probe")))

@@ -90,25 +90,28 @@ type HandlerOutcome = { readonly failed: string | undefined } | { readonly datab
 
 /** One poll on one checkout: the stale cleanup when due, then the claim of up to `limit` units. */
 const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
-  ctx.gate.runNow(withClaimDeadline(
-    ctx,
-    ctx.session.withConnection((connection) =>
-      Effect.gen(function*() {
-        if (cleanup) {
-          yield* cleanupStale(ctx, connection)
-          yield* pruneHistory(ctx, connection)
-        }
-        const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
-        for (const { claim, items } of claimed) {
-          const waiting = ctx.claims.get(claim.workUnitKey)
-          if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
-          else waiting.push(claim)
-          ctx.prefetched.set(claim.id, items)
-        }
-        return claimed.map(({ claim }) => claim.workUnitKey)
-      })
-    )
-  )).pipe(
+  ctx.gate.runNow(
+    withClaimDeadline(
+      ctx,
+      ctx.session.withConnection((connection) =>
+        Effect.gen(function*() {
+          if (cleanup) {
+            yield* cleanupStale(ctx, connection)
+            yield* pruneHistory(ctx, connection)
+          }
+          const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
+          for (const { claim, items } of claimed) {
+            const waiting = ctx.claims.get(claim.workUnitKey)
+            if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
+            else waiting.push(claim)
+            ctx.prefetched.set(claim.id, items)
+          }
+          return claimed.map(({ claim }) => claim.workUnitKey)
+        })
+      )
+    ),
+    { early: true }
+  ).pipe(
     Effect.tap(() => ctx.conditions.recovered),
     Effect.tapError((error) =>
       error._tag === "GateFull"
@@ -462,9 +465,10 @@ const processUnit = <R>(ctx: Context<R>) => (unit: string): Effect.Effect<void, 
 // Shutdown: release every unit still held
 
 /**
- * Releases every unit this owner still holds, in one checkout through the gate without waiting for it: the
- * release may be the circuit's probe (one attempt, as any poll), but when a probe is already running or every
- * permit is taken it makes no attempt, and the stale cleanup of another instance frees the units later.
+ * Releases every unit this owner still holds, in one checkout through the gate without waiting for it. While the
+ * circuit is open (an outage: a fleet stopped during an incident would otherwise knock once per process) or every
+ * permit is taken, it makes no attempt, and the stale cleanup of another instance frees the units later; past
+ * the window it may be the probe.
  */
 const releaseAll = <R>(ctx: Context<R>) =>
   ctx.gate.runNow(

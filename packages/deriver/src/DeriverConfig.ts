@@ -4,9 +4,8 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter, Parameters } from "@resilience/jitter"
-import type { PollBackoff } from "@resilience/jitter"
-import { Config, Effect, Schema } from "effect"
+import { InvalidParameter, Parameters, PollBackoff } from "@resilience/jitter"
+import { Config, Duration, Effect, Schema } from "effect"
 import type * as Overload from "./Overload.ts"
 import type * as Scheduling from "./Scheduling.ts"
 
@@ -87,30 +86,15 @@ export interface Input {
 }
 
 /**
- * The environment variable of each {@link Input} field.
+ * The name each {@link Input} field is read from by {@link config} and reported under by {@link make}: the
+ * application chooses them (this repository's deriver passes `DERIVER_*` from `@resilience/environment`).
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const variables = {
-  workers: "DERIVER_WORKERS",
-  pollingSleepIntervalSeconds: "DERIVER_POLLING_SLEEP_INTERVAL_SECONDS",
-  pollingSleepMaxIntervalSeconds: "DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS",
-  pollingBackoffMultiplier: "DERIVER_POLLING_BACKOFF_MULTIPLIER",
-  pollingBackoffEnabled: "DERIVER_POLLING_BACKOFF_ENABLED",
-  pollingJitterRatio: "DERIVER_POLLING_JITTER_RATIO",
-  pollingInitialInterval: "DERIVER_POLLING_INITIAL_INTERVAL",
-  pollingStartupJitterSeconds: "DERIVER_POLLING_STARTUP_JITTER_SECONDS",
-  staleSessionTimeoutMinutes: "DERIVER_STALE_SESSION_TIMEOUT_MINUTES",
-  staleWorkUnitCleanupIntervalSeconds: "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
-  shutdownGraceSeconds: "DERIVER_SHUTDOWN_GRACE_SECONDS",
-  batchSize: "DERIVER_BATCH_SIZE",
-  overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
-  overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
-  overloadRecoverySeconds: "DERIVER_OVERLOAD_RECOVERY_SECONDS",
-  overloadEnabled: "DERIVER_OVERLOAD_ENABLED",
-  historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
-  claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
-} as const satisfies Record<keyof Input, string>
+export type Names = { readonly [K in keyof Input]-?: string }
+
+/** Each field named by itself: what {@link make}'s errors say when the caller gives no names. */
+const fieldNames: Names = new Proxy({} as Names, { get: (_target, field) => String(field) })
 
 /**
  * The production defaults (the README's configuration table).
@@ -119,11 +103,12 @@ export const variables = {
  */
 export const defaults = {
   workers: 1,
-  pollingSleepIntervalSeconds: 1,
-  pollingSleepMaxIntervalSeconds: 30,
-  pollingBackoffMultiplier: 2,
-  pollingBackoffEnabled: true,
-  pollingJitterRatio: 0.5,
+  // the poll schedule's defaults are jitter's (PollBackoff.defaults: 1 s → ×2 → 30 s, ratio 0.5), written once
+  pollingSleepIntervalSeconds: Duration.toSeconds(PollBackoff.defaults.base),
+  pollingSleepMaxIntervalSeconds: Duration.toSeconds(PollBackoff.defaults.max),
+  pollingBackoffMultiplier: PollBackoff.defaults.multiplier,
+  pollingBackoffEnabled: PollBackoff.defaults.enabled,
+  pollingJitterRatio: PollBackoff.defaults.ratio,
   pollingInitialInterval: "base",
   staleSessionTimeoutMinutes: 5,
   staleWorkUnitCleanupIntervalSeconds: 60,
@@ -136,7 +121,7 @@ export const defaults = {
 } as const
 
 /**
- * A setting outside its allowed range, named by its environment variable.
+ * A setting outside its allowed range, named as the caller names it (its environment variable, or its field).
  *
  * @since 0.1.0
  */
@@ -163,56 +148,57 @@ type NumericSetting = { [K in keyof typeof defaults]: (typeof defaults)[K] exten
   keyof typeof defaults
 ]
 
-/** A numeric setting, the caller's or the default, checked under the name of its environment variable. */
+/** A numeric setting, the caller's or the default, checked under the name `names` gives it. */
 const setting = <A>(
   input: Input,
+  names: Names,
   key: NumericSetting,
   check: (value: number, parameter: string) => Effect.Effect<A, Invalid>
-): Effect.Effect<A, Invalid> => check(input[key] ?? defaults[key], variables[key])
+): Effect.Effect<A, Invalid> => check(input[key] ?? defaults[key], names[key])
 
 /**
- * Validates settings; the error names the environment variable of the bad setting.
+ * Validates settings; the error names the bad setting as `names` does (by default the field itself).
  *
  * @since 0.1.0
  */
-export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =>
+export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effect<DeriverConfig, Invalid> =>
   Effect.gen(function*() {
-    const workers = yield* setting(input, "workers", positiveInteger)
+    const workers = yield* setting(input, names, "workers", positiveInteger)
     const base = input.pollingSleepIntervalSeconds ?? defaults.pollingSleepIntervalSeconds
     const max = input.pollingSleepMaxIntervalSeconds ?? defaults.pollingSleepMaxIntervalSeconds
-    const baseMillis = yield* positiveSeconds(base, variables.pollingSleepIntervalSeconds)
+    const baseMillis = yield* positiveSeconds(base, names.pollingSleepIntervalSeconds)
     const maxMillis = toMillis(
       yield* Parameters.check(
         Parameters.MillisAtLeast(base),
-        `a finite number of seconds >= ${variables.pollingSleepIntervalSeconds} (${base})`
-      )(max, variables.pollingSleepMaxIntervalSeconds)
+        `a finite number of seconds >= ${names.pollingSleepIntervalSeconds} (${base})`
+      )(max, names.pollingSleepMaxIntervalSeconds)
     )
-    const multiplier = yield* setting(input, "pollingBackoffMultiplier", Parameters.multiplier)
-    const ratio = yield* setting(input, "pollingJitterRatio", Parameters.ratio)
+    const multiplier = yield* setting(input, names, "pollingBackoffMultiplier", Parameters.multiplier)
+    const ratio = yield* setting(input, names, "pollingJitterRatio", Parameters.ratio)
     const initial = input.pollingInitialInterval ?? defaults.pollingInitialInterval
     const initialInterval = initial === "base" || initial === "max"
       ? initial
-      : yield* Effect.fail(invalid(variables.pollingInitialInterval, initial, "base or max"))
+      : yield* Effect.fail(invalid(names.pollingInitialInterval, initial, "base or max"))
     const startup = input.pollingStartupJitterSeconds ?? max
-    const startupJitterMillis = yield* nonNegativeSeconds(startup, variables.pollingStartupJitterSeconds)
-    const staleTimeoutMillis = (yield* setting(input, "staleSessionTimeoutMinutes", positiveMinutes)) * 60_000
-    const cleanupIntervalMillis = yield* setting(input, "staleWorkUnitCleanupIntervalSeconds", positiveSeconds)
-    const shutdownGraceMillis = yield* setting(input, "shutdownGraceSeconds", nonNegativeSeconds)
-    const batchSize = yield* setting(input, "batchSize", positiveInteger)
-    const slowPollMillis = yield* setting(input, "overloadSlowPollSeconds", positiveSeconds)
+    const startupJitterMillis = yield* nonNegativeSeconds(startup, names.pollingStartupJitterSeconds)
+    const staleTimeoutMillis = (yield* setting(input, names, "staleSessionTimeoutMinutes", positiveMinutes)) * 60_000
+    const cleanupIntervalMillis = yield* setting(input, names, "staleWorkUnitCleanupIntervalSeconds", positiveSeconds)
+    const shutdownGraceMillis = yield* setting(input, names, "shutdownGraceSeconds", nonNegativeSeconds)
+    const batchSize = yield* setting(input, names, "batchSize", positiveInteger)
+    const slowPollMillis = yield* setting(input, names, "overloadSlowPollSeconds", positiveSeconds)
     const overloadMax = input.overloadMaxIntervalSeconds ?? max * 10
     const overloadMaxMillis = toMillis(
       yield* Parameters.check(
         Parameters.MillisAtLeast(max),
-        `a finite number of seconds >= ${variables.pollingSleepMaxIntervalSeconds} (${max})`
-      )(overloadMax, variables.overloadMaxIntervalSeconds)
+        `a finite number of seconds >= ${names.pollingSleepMaxIntervalSeconds} (${max})`
+      )(overloadMax, names.overloadMaxIntervalSeconds)
     )
     const recoveryMillis = yield* positiveSeconds(
       input.overloadRecoverySeconds ?? max,
-      variables.overloadRecoverySeconds
+      names.overloadRecoverySeconds
     )
-    const historyRetentionMillis = (yield* setting(input, "historyRetentionHours", positiveHours)) * 3_600_000
-    const claimTimeoutMillis = yield* setting(input, "claimTimeoutSeconds", positiveSeconds)
+    const historyRetentionMillis = (yield* setting(input, names, "historyRetentionHours", positiveHours)) * 3_600_000
+    const claimTimeoutMillis = yield* setting(input, names, "claimTimeoutSeconds", positiveSeconds)
     const backoff: PollBackoff.Settings = {
       baseMillis,
       multiplier,
@@ -239,37 +225,39 @@ export const make = (input: Input = {}): Effect.Effect<DeriverConfig, Invalid> =
 const optionalNumber = (name: string) => Config.option(Config.Number(name))
 
 /**
- * The settings from the environment (`DERIVER_*`, see {@link variables}). A value that is not a number, or
- * outside its range, fails with a `ConfigError` whose message names the variable, the value and the range.
+ * The settings from the environment variables `names` gives (the deriver app: `DERIVER_*`). A value that is not a
+ * number, or outside its range, fails with a `ConfigError` whose message names the variable, the value and the
+ * range.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export const config: Config.Config<DeriverConfig> = Config.all({
-  workers: optionalNumber(variables.workers),
-  pollingSleepIntervalSeconds: optionalNumber(variables.pollingSleepIntervalSeconds),
-  pollingSleepMaxIntervalSeconds: optionalNumber(variables.pollingSleepMaxIntervalSeconds),
-  pollingBackoffMultiplier: optionalNumber(variables.pollingBackoffMultiplier),
-  pollingBackoffEnabled: Config.option(Config.Boolean(variables.pollingBackoffEnabled)),
-  pollingJitterRatio: optionalNumber(variables.pollingJitterRatio),
-  pollingInitialInterval: Config.option(Config.String(variables.pollingInitialInterval)),
-  pollingStartupJitterSeconds: optionalNumber(variables.pollingStartupJitterSeconds),
-  staleSessionTimeoutMinutes: optionalNumber(variables.staleSessionTimeoutMinutes),
-  staleWorkUnitCleanupIntervalSeconds: optionalNumber(variables.staleWorkUnitCleanupIntervalSeconds),
-  shutdownGraceSeconds: optionalNumber(variables.shutdownGraceSeconds),
-  batchSize: optionalNumber(variables.batchSize),
-  overloadSlowPollSeconds: optionalNumber(variables.overloadSlowPollSeconds),
-  overloadMaxIntervalSeconds: optionalNumber(variables.overloadMaxIntervalSeconds),
-  overloadRecoverySeconds: optionalNumber(variables.overloadRecoverySeconds),
-  overloadEnabled: Config.option(Config.Boolean(variables.overloadEnabled)),
-  historyRetentionHours: optionalNumber(variables.historyRetentionHours),
-  claimTimeoutSeconds: optionalNumber(variables.claimTimeoutSeconds)
-}).pipe(
-  Config.map((options) => {
-    const input: Record<string, unknown> = {}
-    for (const [key, value] of Object.entries(options)) {
-      if (value._tag === "Some") input[key] = value.value
-    }
-    return input as Input
-  }),
-  InvalidParameter.validateConfig(make)
-)
+export const config = (names: Names): Config.Config<DeriverConfig> =>
+  Config.all({
+    workers: optionalNumber(names.workers),
+    pollingSleepIntervalSeconds: optionalNumber(names.pollingSleepIntervalSeconds),
+    pollingSleepMaxIntervalSeconds: optionalNumber(names.pollingSleepMaxIntervalSeconds),
+    pollingBackoffMultiplier: optionalNumber(names.pollingBackoffMultiplier),
+    pollingBackoffEnabled: Config.option(Config.Boolean(names.pollingBackoffEnabled)),
+    pollingJitterRatio: optionalNumber(names.pollingJitterRatio),
+    pollingInitialInterval: Config.option(Config.String(names.pollingInitialInterval)),
+    pollingStartupJitterSeconds: optionalNumber(names.pollingStartupJitterSeconds),
+    staleSessionTimeoutMinutes: optionalNumber(names.staleSessionTimeoutMinutes),
+    staleWorkUnitCleanupIntervalSeconds: optionalNumber(names.staleWorkUnitCleanupIntervalSeconds),
+    shutdownGraceSeconds: optionalNumber(names.shutdownGraceSeconds),
+    batchSize: optionalNumber(names.batchSize),
+    overloadSlowPollSeconds: optionalNumber(names.overloadSlowPollSeconds),
+    overloadMaxIntervalSeconds: optionalNumber(names.overloadMaxIntervalSeconds),
+    overloadRecoverySeconds: optionalNumber(names.overloadRecoverySeconds),
+    overloadEnabled: Config.option(Config.Boolean(names.overloadEnabled)),
+    historyRetentionHours: optionalNumber(names.historyRetentionHours),
+    claimTimeoutSeconds: optionalNumber(names.claimTimeoutSeconds)
+  }).pipe(
+    Config.map((options) => {
+      const input: Record<string, unknown> = {}
+      for (const [key, value] of Object.entries(options)) {
+        if (value._tag === "Some") input[key] = value.value
+      }
+      return input as Input
+    }),
+    InvalidParameter.validateConfig((input) => make(input, names))
+  )

@@ -80,12 +80,12 @@ export const makeUnsafe = (name: string): SchemaName => {
 }
 
 /**
- * A schema name read from configuration (default variable `DB_SCHEMA`, default value `public`); an invalid
- * one fails config loading with a message that names the variable.
+ * A schema name read from the environment variable the application names (the apps pass `DB_SCHEMA`); unset:
+ * `public`. An invalid one fails config loading with a message that names the variable.
  *
  * @since 0.1.0
  */
-export const config = (variable = "DB_SCHEMA"): Config.Config<SchemaName> =>
+export const config = (variable: string): Config.Config<SchemaName> =>
   Config.String(variable).pipe(
     Config.withDefault("public"),
     InvalidParameter.validateConfig((name) =>

@@ -141,7 +141,8 @@ describe("CheckoutGate (TestClock)", () => {
       // The poll probes before that window ends, and the database answers: the waiting workers go.
       yield* Ref.set(healthy, true)
       yield* TestClock.adjust(500)
-      assert.strictEqual(yield* gate.runNow(checkout), "ok")
+      assert.isTrue(Exit.isFailure(yield* Effect.exit(gate.runNow(checkout))), "not early: held back in the window")
+      assert.strictEqual(yield* gate.runNow(checkout, { early: true }), "ok")
       assert.strictEqual((yield* gate.state).circuit.phase, "Closed")
       const exits = yield* Fiber.join(workers)
       assert.strictEqual(exits.filter(Exit.isSuccess).length, 2, "the two still waiting ran once it closed")
@@ -187,7 +188,9 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
         }))
         // Released: the poll's early probe closes the circuit, and handlers run again, one attempt each.
         assert.isTrue(
-          Exit.isSuccess(yield* Effect.exit(gate.runNow(Context.get(context, DbSession).query("SELECT 1"))))
+          Exit.isSuccess(
+            yield* Effect.exit(gate.runNow(Context.get(context, DbSession).query("SELECT 1"), { early: true }))
+          )
         )
         const before = yield* proxy.attempts
         yield* Effect.all(Array.from({ length: 3 }, () => asHandler), { concurrency: 3 })

@@ -66,6 +66,33 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       assert.strictEqual(yield* owned(schema), 0, "every unit was released")
     }))
 
+  it.effect("a handler's DbSession is the deriver's gated one: its checkouts go through the checkout gate, and work", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const outer = yield* DbSession
+      yield* enqueue(
+        schema,
+        Array.from({ length: 4 }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "read", payload: {} }))
+      )
+      const seen: Array<{ readonly gated: boolean; readonly one: number }> = []
+      const handlers = Handlers.make({
+        read: () =>
+          Effect.gen(function*() {
+            const db = yield* DbSession
+            const rows = yield* db.query<{ one: number }>("SELECT 1 AS one")
+            seen.push({ gated: db !== outer, one: rows[0]!.one })
+          })
+      })
+      const config = yield* testConfig({ workers: 2 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+        })
+      )
+      assert.deepStrictEqual(seen, Array.from({ length: 4 }, () => ({ gated: true, one: 1 })))
+    }))
+
   it.effect("a stale ownership row is cleaned up and the unit is taken over; a live one is respected", () =>
     Effect.gen(function*() {
       const schema = yield* freshSchema

@@ -2,8 +2,14 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit } from "effect"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 
+// The library reads the names its caller gives; here the deriver app's (`@resilience/environment`): DERIVER_ +
+// each field's name in upper snake case.
+const names: DeriverConfig.Names = new Proxy({} as DeriverConfig.Names, {
+  get: (_target, field) => `DERIVER_${String(field).replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase()}`
+})
+
 const read = (env: Record<string, string>) =>
-  DeriverConfig.config.parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
+  DeriverConfig.config(names).parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
 
 describe("DeriverConfig", () => {
   it.effect("defaults follow the configuration table; the startup window defaults to the max interval", () =>

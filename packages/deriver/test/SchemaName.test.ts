@@ -50,7 +50,7 @@ describe("SchemaName", () => {
   it.effect("reads DB_SCHEMA, defaulting to public, and names the variable when it is invalid", () =>
     Effect.gen(function*() {
       const read = (env: Record<string, string>) =>
-        SchemaName.config().parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
+        SchemaName.config("DB_SCHEMA").parse(ConfigProvider.fromEnv({ env })).pipe(Effect.exit)
       const defaulted = yield* read({})
       assert.deepStrictEqual(defaulted, Exit.succeed(SchemaName.makeUnsafe("public")))
       const invalid = yield* read({ DB_SCHEMA: "x\"; drop" })

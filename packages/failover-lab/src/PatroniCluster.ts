@@ -124,6 +124,8 @@ export const start = Effect.fnUntraced(function*(options: {
   readonly binaries: SystemPackages.Binaries
   readonly synchronousMode: boolean
   readonly synchronousModeStrict: boolean
+  /** HAProxy's port, chosen by the caller so that the apps can start before the cluster is up. */
+  readonly haproxyPort: number
   readonly log: (line: string) => void
 }) {
   Orphans.reap()
@@ -138,7 +140,7 @@ export const start = Effect.fnUntraced(function*(options: {
     directory,
     etcdClientPort: yield* port,
     etcdPeerPort: yield* port,
-    haproxyPort: yield* port,
+    haproxyPort: options.haproxyPort,
     members,
     synchronousMode: options.synchronousMode,
     synchronousModeStrict: options.synchronousModeStrict,
@@ -184,7 +186,8 @@ export const start = Effect.fnUntraced(function*(options: {
       )
       options.log(`patroni ${member.name} up (pid ${child.pid}; postgres 127.0.0.1:${member.pgPort})`)
     })
-  for (const member of members) yield* startPatroni(member)
+  // started together: one bootstraps (Patroni's initialize key decides which), the other clones it
+  yield* Effect.forEach(members, startPatroni, { concurrency: "unbounded", discard: true })
   const scope = yield* Effect.scope
   const routing: Array<{ readonly at: number; readonly line: string }> = []
   const haproxy = yield* Process.start({
@@ -222,7 +225,7 @@ export const start = Effect.fnUntraced(function*(options: {
 
   const cluster: PatroniCluster = {
     topology,
-    url: Topology.routedUrl(topology),
+    url: Topology.routedUrl(topology.haproxyPort),
     members: membersNow,
     switchover: (from, to) =>
       Effect.asVoid(

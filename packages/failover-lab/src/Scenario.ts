@@ -17,6 +17,7 @@ import { FetchHttpClient } from "effect/http"
 import * as History from "./History.ts"
 import * as PatroniCluster from "./PatroniCluster.ts"
 import type * as SystemPackages from "./SystemPackages.ts"
+import * as Topology from "./Topology.ts"
 import * as Traffic from "./Traffic.ts"
 
 /**
@@ -59,7 +60,7 @@ export const defaults = {
   strict: false,
   peers: 4,
   sessions: 4,
-  deadlineSeconds: 240
+  deadlineSeconds: 420
 } as const
 
 /** A finished scenario. */
@@ -124,34 +125,39 @@ export const run = (options: {
 }): Effect.Effect<Result, ScenarioFailed> => {
   const { log, settings } = options
   return Effect.gen(function*() {
-    const cluster = yield* PatroniCluster.start({
-      binaries: options.binaries,
-      synchronousMode: settings.synchronousMode,
-      synchronousModeStrict: settings.synchronousMode && settings.strict,
-      log
-    })
+    const haproxyPort = yield* Cluster.freePort
     const output: Array<string> = []
-    const stack = yield* Stack.start({
-      databaseUrl: Option.some(cluster.url),
-      embedded: { directory: undefined, port: 0, maxConnections: 0 },
-      apiPort: yield* Cluster.freePort,
-      deriverMetricsPort: yield* Cluster.freePort,
-      adminToken,
-      env: {
-        DB_SCHEMA: schema,
-        DB_STATEMENT_TIMEOUT_SECONDS: "10",
-        DB_APPLICATION_NAME: "failover-lab",
-        DERIVER_WORKERS: "2",
-        DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2",
-        DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0.5",
-        OTEL_SDK_DISABLED: "true"
-      },
-      onLine: (name, line) => {
-        if (options.verbose === true) log(`${name}: ${line}`)
-        output.push(`${name}: ${line}`)
-        if (output.length > 200) output.shift()
-      }
-    })
+    // The apps start while the cluster bootstraps: they stay up without a database and are ready once it answers.
+    const [cluster, stack] = yield* Effect.all([
+      PatroniCluster.start({
+        binaries: options.binaries,
+        synchronousMode: settings.synchronousMode,
+        synchronousModeStrict: settings.synchronousMode && settings.strict,
+        haproxyPort,
+        log
+      }),
+      Stack.start({
+        databaseUrl: Option.some(Topology.routedUrl(haproxyPort)),
+        embedded: { directory: undefined, port: 0, maxConnections: 0 },
+        apiPort: yield* Cluster.freePort,
+        deriverMetricsPort: yield* Cluster.freePort,
+        adminToken,
+        env: {
+          DB_SCHEMA: schema,
+          DB_STATEMENT_TIMEOUT_SECONDS: "10",
+          DB_APPLICATION_NAME: "failover-lab",
+          DERIVER_WORKERS: "2",
+          DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "2",
+          DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0.5",
+          OTEL_SDK_DISABLED: "true"
+        },
+        onLine: (name, line) => {
+          if (options.verbose === true) log(`${name}: ${line}`)
+          output.push(`${name}: ${line}`)
+          if (output.length > 200) output.shift()
+        }
+      })
+    ], { concurrency: 2 })
     log(`API ${stack.apiUrl} and deriver up, through HAProxy`)
     const admin = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
     const workspace = yield* admin.createWorkspace({ adminToken, name: "failover" }).pipe(Effect.orDie)
@@ -238,7 +244,7 @@ export const run = (options: {
     log(`traffic stopped: ${history.operations.operations.length} writes`)
     const drainStarted = yield* Clock.currentTimeMillis
     const verdict = yield* Effect.gen(function*() {
-      const backlog = yield* Checker.settle(schema, history.operations, "60 seconds")
+      const backlog = yield* Checker.settle(schema, history.operations, "180 seconds")
       const drainSeconds = ((yield* elapsed(drainStarted)) / 1000).toFixed(1)
       log(
         backlog === 0

@@ -45,8 +45,8 @@ export const dataDirectory = (member: Member): string => join(member.directory, 
 export const configFile = (member: Member): string => join(member.directory, "patroni.yml")
 
 /** The URL of the database through HAProxy: always the current leader, or refused while there is none. */
-export const routedUrl = (topology: Topology): string =>
-  `postgres://${superuser.username}:${superuser.password}@127.0.0.1:${topology.haproxyPort}/postgres`
+export const routedUrl = (haproxyPort: number): string =>
+  `postgres://${superuser.username}:${superuser.password}@127.0.0.1:${haproxyPort}/postgres`
 
 /** etcd's arguments: a single node on loopback, data in the lab's directory. */
 export const etcdArgs = (topology: Topology): ReadonlyArray<string> => {

@@ -6,9 +6,10 @@
  * @since 0.1.0
  */
 import { Settings as AdmissionSettings } from "@resilience/admission"
+import { DbConfig } from "@resilience/db-session"
 import { DeriverConfig, type Overload, type Scheduling } from "@resilience/deriver"
-import type { PollBackoff } from "@resilience/jitter"
-import { Effect } from "effect"
+import { PollBackoff } from "@resilience/jitter"
+import { Duration, Effect } from "effect"
 import type * as Gate from "./Gate.ts"
 import * as RetryBackoff from "./RetryBackoff.ts"
 
@@ -173,7 +174,7 @@ export const policies: ReadonlyArray<Policy> = ["baseline", "jitter-only", "fail
  *
  * @since 0.1.0
  */
-export const fixedJitterRatio = 0.5
+export const fixedJitterRatio: number = PollBackoff.defaults.ratio
 
 /**
  * The claim's statement timeout under the `adaptive` policy: db-session's statement timeout default
@@ -181,14 +182,14 @@ export const fixedJitterRatio = 0.5
  *
  * @since 0.2.0
  */
-export const claimTimeoutMillis = 30_000
+export const claimTimeoutMillis: number = Duration.toMillis(DbConfig.defaults.statementTimeout)
 
 /**
  * The fix's connect timeout (DB_CONNECT_TIMEOUT_SECONDS default).
  *
  * @since 0.1.0
  */
-export const fixedConnectTimeoutMillis = 2_000
+export const fixedConnectTimeoutMillis: number = Duration.toMillis(DbConfig.defaults.connectTimeout)
 
 /**
  * API instances behind the pooler, each with its own admission gate (the `adaptive` policy).
@@ -234,7 +235,14 @@ export const overloadFor = (poll: PollBackoff.Settings): Overload.Settings => Ef
 export const incident = {
   derivers: 11_543,
   horizonSeconds: 4 * 3600,
-  poll: { baseMillis: 1_000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0 },
+  // the production schedule (jitter's defaults), unjittered: the policies add the jitter
+  poll: {
+    baseMillis: Duration.toMillis(PollBackoff.defaults.base),
+    multiplier: PollBackoff.defaults.multiplier,
+    maxMillis: Duration.toMillis(PollBackoff.defaults.max),
+    enabled: PollBackoff.defaults.enabled,
+    ratio: 0
+  },
   pooler: {
     maxClientConnections: 9_000,
     backendCeiling: 368,

@@ -5,7 +5,8 @@
  * @since 0.1.0
  */
 import { Settings as AdmissionSettings } from "@resilience/admission"
-import { DeriverConfig } from "@resilience/deriver"
+import type { DeriverConfig } from "@resilience/deriver"
+import { Variables } from "@resilience/environment"
 import { InvalidParameter, PollBackoff } from "@resilience/jitter"
 import { Effect, Schema } from "effect"
 import * as Model from "./Model.ts"
@@ -75,7 +76,7 @@ const gateOverride = (
   key: "maxConcurrency" | "queueTimeoutMillis" | "openMillis" | "openMaxMillis" | "slowMillis",
   range: Range
 ): Override =>
-  option(flag, `adaptive: ${description} (${AdmissionSettings.variables[key]})`, range, (p, v) => {
+  option(flag, `adaptive: ${description} (${Variables.admission[key]})`, range, (p, v) => {
     if (p.admission !== undefined) p.admission.gate[key] = v
   })
 
@@ -321,9 +322,9 @@ const gateFlagOf: Record<string, string> = {
   slowMillis: "admission-slow"
 }
 
-/** The flag of each deriver variable the overload settings can name in an error. */
-const flagOf: Record<string, string> = {
-  [DeriverConfig.variables.overloadSlowPollSeconds]: "slow-poll",
-  [DeriverConfig.variables.overloadMaxIntervalSeconds]: "overload-max-interval",
-  [DeriverConfig.variables.overloadRecoverySeconds]: "overload-recovery"
+/** The flag of each deriver setting the overload settings can name in an error (`DeriverConfig.make` names fields). */
+const flagOf: Partial<Record<keyof DeriverConfig.Input, string>> & Record<string, string> = {
+  overloadSlowPollSeconds: "slow-poll",
+  overloadMaxIntervalSeconds: "overload-max-interval",
+  overloadRecoverySeconds: "overload-recovery"
 }

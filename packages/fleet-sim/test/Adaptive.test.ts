@@ -137,16 +137,19 @@ describe("adaptive: the incident with a thrashing database, on a fleet scaled do
     return Summary.summarize(Simulation.run(params))
   }
 
-  it("contention 2: fixed stays at the ceiling to the horizon; adaptive recovers", () => {
+  it("contention 2: fixed stays at the ceiling to the horizon; adaptive less, and completes and serves more", () => {
     const fixed = run("fixed", 2)
     const adaptive = run("adaptive", 2)
     assert.isNull(fixed.recoverySeconds)
     assert.isAbove(fixed.secondsAtCeiling, 850)
     // Only slow polls and cancelled claims raise the floor now (an unavailable acquisition is an outage and
-    // keeps the spec's schedule), so the fleet backs off later than when timeouts counted too: measured 719 s
-    // (206 s when they did), 11,351 claims against fixed's 9,472, 8,200 API requests served against 4,957.
-    assert.isNotNull(adaptive.recoverySeconds)
-    assert.isAtMost(adaptive.recoverySeconds!, 800)
+    // keeps the spec's schedule), so the fleet backs off later than when timeouts counted too. Whether it is
+    // back under the ceiling for good within these 900 s has become a matter of the seed: 719 s with the
+    // simulator's former streak circuit, 747 s without an admission gate, not within the horizon with the real
+    // gate's circuit (`Breaker`: 5 of the last 10, backing-off windows): 723 s of 900 at the ceiling, 11,280
+    // claims against fixed's 9,472, 7,737 API requests served against 4,957. The full incident's figures (4 h,
+    // where it does recover for good) are in docs/results/fleet-sim.md.
+    assert.isBelow(adaptive.secondsAtCeiling, fixed.secondsAtCeiling - 100)
     assert.isAbove(adaptive.claimsCompleted, fixed.claimsCompleted)
     assert.isAbove(adaptive.apiServed, 1.5 * fixed.apiServed)
   })

@@ -3,6 +3,7 @@
  * embedded server), the API and one deriver as separate processes. Closing the scope stops the deriver,
  * then the API, then the database, so nothing is cut off mid-write.
  */
+import { Variables } from "@resilience/environment"
 import { Deferred, Effect, Option } from "effect"
 import { join } from "node:path"
 import * as Child from "./Child.ts"
@@ -43,17 +44,17 @@ export const start = Effect.fnUntraced(function*(options: Options) {
   const databaseUrl = Option.isSome(options.databaseUrl)
     ? options.databaseUrl.value
     : yield* EmbeddedServer.start(options.embedded)
-  const common = { ...options.env, DATABASE_URL: databaseUrl }
+  const common = { ...options.env, [Variables.database.url]: databaseUrl }
   const api = yield* Child.start({
     name: "api",
     entry: join(repositoryRoot, "apps", "api", "src", "main.ts"),
-    env: { ...common, API_PORT: String(options.apiPort), API_ADMIN_TOKEN: options.adminToken },
+    env: { ...common, [Variables.api.port]: String(options.apiPort), [Variables.api.adminToken]: options.adminToken },
     onLine: options.onLine
   })
   const deriver = yield* Child.start({
     name: "deriver",
     entry: join(repositoryRoot, "apps", "deriver", "src", "main.ts"),
-    env: { ...common, DERIVER_METRICS_PORT: String(options.deriverMetricsPort) },
+    env: { ...common, [Variables.deriverApp.metricsPort]: String(options.deriverMetricsPort) },
     onLine: options.onLine
   })
   const apiUrl = `http://127.0.0.1:${options.apiPort}`

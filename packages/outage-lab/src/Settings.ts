@@ -3,7 +3,7 @@
  * before anything starts; a bad one stops the CLI naming the flag and its allowed range (the simulator's
  * `InvalidOption`, jitter's `InvalidParameter` named by the flag).
  */
-import { type Model, Options } from "@resilience/fleet-sim"
+import { Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"
 
 /**
@@ -12,7 +12,7 @@ import { Effect } from "effect"
  * deriver's defaults (the fix, its overload signals and its checkout gate). The lab has no API admission
  * gate: its API traffic is the same under `fixed` and `adaptive`.
  */
-export const policies: ReadonlyArray<Model.Policy> = ["baseline", "jitter-only", "failfast-only", "fixed", "adaptive"]
+export const policies: ReadonlyArray<Model.Policy> = Model.policies
 
 /** Whether a policy runs the deriver's overload signals and checkout gate (`adaptive` only). */
 export const overloadAware = (policy: Model.Policy): boolean => policy === "adaptive"
@@ -96,9 +96,9 @@ export const defaults: Settings = {
   triggerAtSeconds: 40,
   stallSeconds: 20,
   horizonSeconds: 120,
-  baseIntervalSeconds: 1,
-  maxIntervalSeconds: 30,
-  connectTimeoutSeconds: 2,
+  baseIntervalSeconds: Model.incident.poll.baseMillis / 1000,
+  maxIntervalSeconds: Model.incident.poll.maxMillis / 1000,
+  connectTimeoutSeconds: Model.fixedConnectTimeoutMillis / 1000,
   schemas: 0,
   history: 0,
   claimTimeoutSeconds: 10,

@@ -63,7 +63,7 @@ export interface Probes {
 
 /**
  * Words the table uses for another setting's value as a bound, and the variable each names. `that` is the row
- * before.
+ * before; a backticked variable name is that variable.
  *
  * @since 0.1.0
  */
@@ -91,7 +91,8 @@ const boundValue = (
 ): number | undefined => {
   const literal = number(text)
   if (literal !== undefined) return literal
-  const variable = text === "that" ? previous : boundNames[text]
+  const named = /^`([A-Z_]+)`$/.exec(text)?.[1]
+  const variable = named ?? (text === "that" ? previous : boundNames[text])
   return variable === undefined ? undefined : number(values[variable] ?? "")
 }
 
@@ -103,9 +104,13 @@ const boundValue = (
  */
 export const dependents = (rows: ReadonlyArray<Row>, variable: string): ReadonlyArray<string> =>
   rows.flatMap((row, index) => {
-    const lower = /(?:≥|\[)\s*([a-z ]+?)\s*(?:,|$)/.exec(row.allowed)?.[1]
+    const lower = /(?:≥|\[)\s*([a-z ]+?|`[A-Z_]+`)\s*(?:,|$)/.exec(row.allowed)?.[1]
     if (lower === undefined) return []
-    const named = lower === "that" ? rows[index - 1]?.variable : boundNames[lower]
+    const named = lower.startsWith("`")
+      ? lower.slice(1, -1)
+      : lower === "that"
+      ? rows[index - 1]?.variable
+      : boundNames[lower]
     return named === variable ? [row.variable, ...dependents(rows, row.variable)] : []
   })
 
@@ -206,6 +211,9 @@ export const documentedDefault = (text: string): string | undefined => {
   // "9464 (9091 under `npm start`)": the first is the processes' own; "10 × max interval (300)": the value it comes to
   const local = /^(.+?) \(.* under `npm start`\)$/.exec(text)
   if (local !== null) return documentedDefault(local[1] ?? "")
+  // "30000 (or `API_ADMISSION_OPEN_MILLIS` if longer)": the value at the other defaults
+  const leading = /^([\d.,]+) \(/.exec(text)
+  if (leading !== null) return documentedDefault(leading[1] ?? "")
   const comesTo = /\(([\d.,]+)\)$/.exec(text)
   if (comesTo !== null) return documentedDefault(comesTo[1] ?? "")
   const literal = /^`([^`]+)`$/.exec(text)

@@ -9,6 +9,7 @@ import { Settings as ApiSettings } from "@resilience/api-app"
 import { DbConfig } from "@resilience/db-session"
 import { DeriverConfig, SchemaName } from "@resilience/deriver"
 import { App as DeriverApp } from "@resilience/deriver-app"
+import { Variables } from "@resilience/environment"
 import * as LocalConfig from "@resilience/launcher/LocalConfig"
 import { Otlp } from "@resilience/telemetry"
 import { Config } from "effect"
@@ -22,14 +23,14 @@ export const processes: Readonly<Record<string, Config.Config<unknown>>> = {
   API: Config.all({
     settings: ApiSettings.config,
     logLevel: ApiSettings.logLevelConfig,
-    database: DbConfig.config,
+    database: DbConfig.config(Variables.database),
     telemetry: Otlp.config("resilience-api")
   }),
   deriver: Config.all({
-    deriver: DeriverConfig.config,
+    deriver: DeriverConfig.config(Variables.deriver),
     app: DeriverApp.appConfig,
-    schema: SchemaName.config("DB_SCHEMA"),
-    database: DbConfig.config,
+    schema: SchemaName.config(Variables.schema),
+    database: DbConfig.config(Variables.database),
     telemetry: Otlp.config("resilience-deriver")
   }),
   "npm start": Config.all({

@@ -34,7 +34,7 @@ const mismatches = async (
   const withValue = (value: string): Env => {
     // a probe above the documented value of a setting bounded below by this one raises that setting too
     const raised = ConfigTable.dependents(rows, row.variable).filter((dependent) =>
-      Number(value) > Number(values[dependent] ?? Infinity)
+      values[dependent] !== "" && Number(value) > Number(values[dependent])
     )
     return { ...unsetEnv, ...Object.fromEntries(raised.map((dependent) => [dependent, value])), [row.variable]: value }
   }

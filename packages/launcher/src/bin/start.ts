@@ -1,6 +1,7 @@
 /** `npm start`: the whole system on one machine (see Stack.ts), with a ready banner. */
 import { NodeRuntime } from "@effect/platform-node"
 import { ApiClient } from "@resilience/api-client"
+import { Variables } from "@resilience/environment"
 import { Otlp } from "@resilience/telemetry"
 import { Effect } from "effect"
 import { FetchHttpClient } from "effect/http"
@@ -31,9 +32,9 @@ const main = Effect.gen(function*() {
     deriverMetricsPort: local.deriverMetricsPort,
     adminToken,
     env: {
-      DB_SCHEMA: local.schema,
+      [Variables.schema]: local.schema,
       // One local instance: a short startup window so the first poll comes quickly (production keeps 30 s).
-      DERIVER_POLLING_STARTUP_JITTER_SECONDS: process.env["DERIVER_POLLING_STARTUP_JITTER_SECONDS"] ?? "2"
+      [Variables.deriver.pollingStartupJitterSeconds]: process.env[Variables.deriver.pollingStartupJitterSeconds] ?? "2"
     },
     onLine: (name, line) => console.log(`[${name}] ${line}`)
   })
