@@ -1,7 +1,6 @@
 /**
  * The whole process backs off, not only its poll loop: a deriver with 8 workers and 200 pending items is cut
- * off by a saturation of its server, the production schedule scaled down six times (base 1/6 s, cap 5 s, a
- * 5 s window: the same number of schedule steps as 30 s at the defaults) (every new connection refused; the deriver's backends killed but
+ * off by a 30 s saturation of its server (every new connection refused; the deriver's backends killed but
  * one, so an in-process pool keeps one connection). Its connection attempts, counted by a TCP proxy in front of
  * the server, stay within what its poll schedule alone would make (plus the checkouts that can be under way at
  * once when the window began), with both pool classes; with `queue` it keeps working on the connection it has.
@@ -25,24 +24,20 @@ class Server extends Context.Service<Server, Cluster.Cluster>()("test/ProcessBac
 }
 
 const workers = 8 // the issue's setting
-/** The production schedule (base 1 s, max 30 s, a 30 s window) divided by this: the same steps, sooner. */
-const scale = 6
-const baseSeconds = 1 / scale
-const maxSeconds = 30 / scale
-const windowSeconds = 30 / scale
+const windowSeconds = 30
 
 /**
- * Connection attempts the poll schedule alone makes in `seconds` of failures (base, ×2, max, jitter 0.5) at its
- * shortest jittered sleeps: polls at 0, 0.5, 1.5, 3.5, 7.5, 15.5 × the base (6 in a window of 30 bases).
+ * Connection attempts the poll schedule alone makes in `seconds` of failures with the production settings
+ * (base 1 s, ×2, max 30 s, jitter 0.5) at their shortest jittered sleeps: polls at 0, 0.5, 1.5, 3.5, 7.5, 15.5 s.
  */
 const pollScheduleAttempts = (seconds: number) => {
   let t = 0
-  let interval = baseSeconds
+  let interval = 1
   let attempts = 0
   while (t <= seconds) {
     attempts += 1
     t += interval * 0.5
-    interval = Math.min(interval * 2, maxSeconds)
+    interval = Math.min(interval * 2, 30)
   }
   return attempts
 }
@@ -81,13 +76,8 @@ const saturationWindow = (poolClass: "null" | "queue") =>
       const processed = count(
         `SELECT count(*)::int AS n FROM ${SchemaName.qualify(schema, "queue")} WHERE processed`
       )
-      // The production defaults scaled down (base 1/6 s, max 5 s, jitter 0.5); startup jitter off.
-      const config = yield* Effect.orDie(DeriverConfig.make({
-        workers,
-        pollingSleepIntervalSeconds: baseSeconds,
-        pollingSleepMaxIntervalSeconds: maxSeconds,
-        pollingStartupJitterSeconds: 0
-      }))
+      // Production defaults (base 1 s, max 30 s, jitter 0.5); startup jitter off.
+      const config = yield* Effect.orDie(DeriverConfig.make({ workers, pollingStartupJitterSeconds: 0 }))
       const handlers = Handlers.make({ work: () => Effect.sleep("300 millis") })
       const scope = yield* Scope.make()
       yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
@@ -105,7 +95,7 @@ const saturationWindow = (poolClass: "null" | "queue") =>
         .pipe(Effect.orDie)
       const attemptsBefore = yield* proxy.attempts
       const processedBefore = yield* processed
-      yield* Effect.sleep(`${windowSeconds * 1000} millis`)
+      yield* Effect.sleep(`${windowSeconds} seconds`)
       const attempts = (yield* proxy.attempts) - attemptsBefore
       const processedDuring = (yield* processed) - processedBefore
       yield* Effect.orDie(saturation.release)
