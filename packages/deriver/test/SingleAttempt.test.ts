@@ -31,6 +31,11 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
         const config = yield* testConfig({ overloadEnabled, pollingSleepMaxIntervalSeconds: 0.1 })
         let polls = 0
         let failed = 0
+        // The proxy's count at each poll's decision: the poll's own attempt has ended (refused) and the next poll
+        // has not begun, so the count there must be exactly the number of polls so far, and the gap between two
+        // decisions exactly one attempt. Counting at the decisions, not after the shutdown, leaves out a poll
+        // that the shutdown interrupts between its attempt and its decision.
+        const attemptsAtDecision: Array<number> = []
         const scope = yield* Scope.make()
         const context = yield* Layer.buildWithScope(session, scope)
         yield* Scope.provide(
@@ -39,11 +44,13 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
             handlers: Handlers.empty,
             config,
             observer: (event) =>
-              Effect.sync(() => {
-                if (event._tag !== "Polled") return
-                polls += 1
-                if (event.outcome === "error") failed += 1
-              })
+              event._tag !== "Polled" ? Effect.void : proxy.attempts.pipe(
+                Effect.map((attempts) => {
+                  polls += 1
+                  if (event.outcome === "error") failed += 1
+                  attemptsAtDecision.push(attempts)
+                })
+              )
           }).pipe(Effect.provide(context)),
           scope
         )
@@ -53,15 +60,17 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
         const attempts = yield* proxy.attempts
         assert.strictEqual(failed, polls, "every poll failed")
         assert.isAtLeast(polls, 5, `polls: ${polls}`)
+        const perPoll = attemptsAtDecision.map((count, i) => count - (i === 0 ? 0 : attemptsAtDecision[i - 1]!))
         if (overloadEnabled) {
-          // The process's gate holds polls back during the outage (no attempt at all): at most one each, and the
-          // shutdown's release of held units may be one more (the circuit's probe).
-          assert.isAtMost(attempts, polls + 1, `attempts ${attempts} for ${polls} polls`)
+          // The process's gate may hold a poll back during the outage (no attempt at all): at most one each.
+          assert.isTrue(perPoll.every((n) => n === 0 || n === 1), `attempts per poll: ${perPoll.join(" ")}`)
           assert.isAbove(attempts, 0)
         } else {
-          // The shutdown's release of held units is one more checkout (one attempt).
-          assert.strictEqual(attempts, polls + 1, `attempts ${attempts} for ${polls} polls`)
+          assert.deepStrictEqual(perPoll, perPoll.map(() => 1), `attempts per poll: ${perPoll.join(" ")}`)
         }
+        // After the last decision: at most the shutdown's release of held units (one checkout) and a poll the
+        // shutdown cut short after its attempt.
+        assert.isAtMost(attempts - attemptsAtDecision.at(-1)!, 2, `attempts ${attempts} for ${polls} polls`)
       }))
   }
 })
