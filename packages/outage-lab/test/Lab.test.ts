@@ -69,7 +69,10 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
           failures: Record<string, number>
           sampleRate: number
           apiArrived: number
-          consistency: { valid: boolean; totals: { acknowledged: number; stored: number; counted: number } }
+          consistency: {
+            valid: boolean
+            totals: { acknowledged: number; unknown: number; stored: number; counted: number }
+          }
         }
         series: { clientConnections: Array<number> }
       }
@@ -82,11 +85,14 @@ describe.skipIf(PgBouncer.skipReason() !== undefined)("outage lab: a small run o
       assert.isAbove(document.summary.connectionAttempts, document.lab.apiArrived + document.summary.polls)
       assert.strictEqual(document.series.clientConnections.length, horizon)
       assert.isAbove(document.lab.sampleRate, 3)
-      // the API's appends (--writes): every acknowledged one stored and derived once, the refused ones nowhere
+      // the API's appends (--writes): every acknowledged one stored and derived once, the refused ones nowhere; a
+      // write whose answer was lost (unknown) may or may not be stored, and is derived once when it is
       assert.isTrue(document.lab.consistency.valid, result.stderr)
-      const { acknowledged, counted, stored } = document.lab.consistency.totals
+      const { acknowledged, counted, stored, unknown } = document.lab.consistency.totals
       assert.isAbove(acknowledged, 0)
-      assert.deepStrictEqual([stored, counted], [acknowledged, acknowledged])
+      assert.isAtLeast(stored, acknowledged)
+      assert.isAtMost(stored, acknowledged + unknown)
+      assert.strictEqual(counted, stored)
       // nothing left behind: both servers gone, no server directory owned by the run
       assert.isAbove(document.pids.postgres, 0)
       assert.isAbove(document.pids.pgbouncer, 0)
