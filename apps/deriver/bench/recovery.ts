@@ -207,7 +207,8 @@ const program = Effect.gen(function*() {
   )
   console.log("|---|---|---|---|---|---|---|---|")
   for (const r of results) {
-    const perCap = (r.attemptsDuring / r.saturationSeconds * capSeconds).toFixed(2)
+    // the reference run has no saturation: no rate to give
+    const perCap = r.saturationSeconds > 0 ? (r.attemptsDuring / r.saturationSeconds * capSeconds).toFixed(2) : "–"
     console.log(
       `| ${r.pool} | ${r.overload} | ${r.saturationSeconds} s | ${r.attemptsDuring} (${perCap}) | ${
         r.firstAfterRelease === undefined ? "never" : `${seconds(r.firstAfterRelease)} s`
