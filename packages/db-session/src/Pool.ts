@@ -3,12 +3,15 @@
  * deployments behind Supavisor or PgBouncer, which do the pooling). `queue`: an in-process pool of at most
  * `poolSize` connections; waiting for a free slot shares the checkout's connect timeout, and running out of it
  * is `Saturated`. Either way a checkout makes at most one connection attempt, and nothing here knocks twice.
+ * Every attempt goes through the checkout's `ConnectGuard` (a checkout that reuses an idle connection makes
+ * none and does not ask).
  *
  * @since 0.1.0
  */
 import { Effect, Semaphore } from "effect"
 import type { Scope } from "effect"
 import * as Classify from "./Classify.ts"
+import { ConnectGuard } from "./ConnectGuard.ts"
 import type { Driver, RawConnection } from "./Driver.ts"
 import type { CheckoutError } from "./Errors.ts"
 
@@ -61,17 +64,21 @@ const classified = (elapsedMillis: Effect.Effect<number>) => (error: unknown) =>
   Effect.flatMap(elapsedMillis, (elapsed) => Effect.fail(Classify.checkoutFailure(error, elapsed)))
 
 /**
- * The single attempt: the driver's connect, bounded by `timeoutMillis` here as well as by the driver's own
- * timer. A failure is classified and returned; there is no second call.
+ * The single attempt, through the checkout's guard: the driver's connect, bounded by `timeoutMillis` here as
+ * well as by the driver's own timer. A failure is classified and returned; there is no second call. A guard's
+ * wait does not count against the connect timeout.
  */
 const attempt = (options: PoolOptions, timeoutMillis: number, elapsedMillis: Effect.Effect<number>) =>
-  options.driver.connect({ url: options.url, applicationName: options.applicationName, timeoutMillis }).pipe(
-    Effect.timeoutOrElse({
-      duration: timeoutMillis,
-      orElse: () => Effect.fail(timedOut(options.connectTimeoutMillis))
-    }),
-    Effect.catch(classified(elapsedMillis))
-  )
+  Effect.flatMap(Effect.service(ConnectGuard), (guard) =>
+    guard.attempt(
+      options.driver.connect({ url: options.url, applicationName: options.applicationName, timeoutMillis }).pipe(
+        Effect.timeoutOrElse({
+          duration: timeoutMillis,
+          orElse: () => Effect.fail(timedOut(options.connectTimeoutMillis))
+        }),
+        Effect.catch(classified(elapsedMillis))
+      )
+    ))
 
 const makeNull = (options: PoolOptions): Pool => ({
   checkout: (elapsedMillis) =>

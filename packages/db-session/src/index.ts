@@ -66,3 +66,11 @@ export * as Metrics from "./Metrics.ts"
  * @since 0.1.0
  */
 export * as Pool from "./Pool.ts"
+
+/**
+ * Where a caller decides whether a checkout may open a new connection (the deriver's gate holds attempts back
+ * while its process backs off).
+ *
+ * @since 0.2.0
+ */
+export * as ConnectGuard from "./ConnectGuard.ts"

@@ -4,22 +4,24 @@
  * connections, not only its poll loop.
  *
  * It is `@resilience/admission`'s limiter with the deriver's policy, the same pure functions as the API's gate
- * and the fleet simulator:
- * - the **limit** (`Limit.update`): concurrent checkouts, starting at `maxLimit` (the workers plus the poller);
- *   an unavailable checkout halves it (at least 1) and starts a hold drawn from the poll backoff (base,
- *   ×multiplier, capped, jittered), during which it does not grow; after the hold every answer adds one. While
- *   the limit is above what the server accepts, the checkouts beyond it are the ones that need a new
- *   connection: an in-process pool keeps working on the connections it has at the lowered limit and asks for a
- *   new one once per hold;
- * - the **circuit** (`Breaker`): 2 unavailable of the last 4 checkouts open it (nothing works); while open,
- *   every checkout waits, except one probe at a time: the poll may probe whenever it polls (its own schedule is
- *   the spec's jittered backoff, so it adds no attempt), a waiting worker or the shutdown release only when the
- *   circuit's window ends (the poll backoff's schedule again, stepping once per failed probe). An answered probe closes it and ends the
- *   limit's hold, so a process climbs back to full speed one answer at a time as soon as the database answers.
+ * and the fleet simulator, in two places:
+ * - the **limit** (`Limit.update`) on checkouts: concurrent checkouts, starting at `maxLimit` (the workers plus
+ *   the poller); an unavailable checkout halves it (at least 1) and starts a hold drawn from the poll backoff
+ *   (base, ×multiplier, capped, jittered), during which it does not grow; after the hold every answer adds one;
+ * - the **circuit** (`Breaker`) on connection attempts, through db-session's `ConnectGuard`: a pool asks it
+ *   before every new connection, and only then. 2 refused of the last 4 attempts open it; while open, every
+ *   attempt waits (its checkout gives its permit of the limit back meanwhile), except one probe at a time: the
+ *   poll may probe whenever it polls (its own schedule is the spec's jittered backoff, so it adds no attempt), a
+ *   waiting worker or the shutdown release only when the circuit's window ends (the poll backoff's schedule
+ *   again, stepping once per failed probe). Only attempts teach it: an answer on a connection an in-process pool
+ *   already had is no evidence that the database accepts connections, so it neither closes the circuit nor ends
+ *   the hold. An answered probe (a new connection) closes it and ends the limit's hold, so a process climbs back
+ *   to full speed one answer at a time as soon as the database answers.
  *
- * Attempts during an outage therefore follow one schedule per process instead of one per worker; a checkout
- * that waited in vain for the process's own pool (`POOL_EXHAUSTED`) lowers the limit but is no evidence about
- * the database and never opens the circuit.
+ * Attempts during an outage therefore follow one schedule per process instead of one per worker, with either
+ * pool class: a `queue` pool keeps working on the connections it has (checkouts that reuse one are not held
+ * back) while its new connections wait for the circuit. A checkout that waited in vain for the process's own
+ * pool (`POOL_EXHAUSTED`) lowers the limit but makes no attempt and never opens the circuit.
  *
  * The decisions are pure functions of the state, the clock and a uniform draw; {@link make} wraps them for
  * the deriver.
@@ -27,9 +29,9 @@
  * @since 0.2.0
  */
 import { Breaker, Limit, Outcome } from "@resilience/admission"
-import { DbSession } from "@resilience/db-session"
+import { ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
-import { Clock, Data, Deferred, Duration, Effect, type Exit, Random } from "effect"
+import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Predicate, Random } from "effect"
 
 /**
  * The deriver's policy for its limit and its circuit.
@@ -83,21 +85,26 @@ export const initial = (policy: Policy): State => ({
 })
 
 /**
- * Whether a checkout may start at `now`: `pass`, `probe` (the circuit's one probe), `full` (the limit is taken)
- * or `shed` (the circuit holds it back); with the state to commit if it starts. `early`: the caller may probe
+ * Whether a checkout may start: `pass`, or `full` (the limit is taken); with the state to commit if it
+ * starts. The circuit is not asked here: it holds back connection attempts, not checkouts ({@link enterAttempt}).
+ *
+ * @since 0.2.0
+ */
+export const admit = (state: State): readonly ["pass" | "full", State] =>
+  state.inFlight >= Math.floor(state.limit.limit)
+    ? ["full", state]
+    : ["pass", { ...state, inFlight: state.inFlight + 1 }]
+
+/**
+ * Whether a checkout may make a connection attempt at `now`: `pass`, `probe` (the circuit's one probe) or
+ * `shed` (the circuit holds it back); with the state to commit if it goes ahead. `early`: the caller may probe
  * before the circuit's window ends (the poll, whose own schedule spaces its attempts).
  *
  * @since 0.2.0
  */
-export const admit = (
-  state: State,
-  now: number,
-  early = false
-): readonly [Breaker.Decision | "full", State] => {
-  if (state.inFlight >= Math.floor(state.limit.limit)) return ["full", state]
+export const enterAttempt = (state: State, now: number, early = false): readonly [Breaker.Decision, State] => {
   const [decision, circuit] = Breaker.enter(state.circuit, now, early)
-  if (decision === "shed") return ["shed", state]
-  return [decision, { ...state, circuit, inFlight: state.inFlight + 1 }]
+  return decision === "shed" ? ["shed", state] : [decision, { ...state, circuit }]
 }
 
 /**
@@ -117,13 +124,32 @@ export const headroom = (state: State, now: number): number =>
   isBlocked(state, now) ? 0 : Math.max(0, Math.floor(state.limit.limit) - state.inFlight)
 
 /**
- * A checkout ended at `now` with `outcome` (`@resilience/admission`'s reading of its exit); `probe`: it was the
- * circuit's probe; `u`: a uniform draw for the jitter of a new window or hold. The limit and the circuit learn
- * from it; the circuit closing (the database answered after an outage) ends the limit's hold.
+ * A checkout ended at `now` with `outcome` (`@resilience/admission`'s reading of its exit); `u`: a uniform draw
+ * for the jitter of a new hold. The limit learns from it.
  *
  * @since 0.2.0
  */
 export const settle = (
+  state: State,
+  policy: Policy,
+  outcome: Outcome.Outcome,
+  now: number,
+  u: number
+): State => ({
+  ...state,
+  limit: Limit.update(state.limit, { outcome, inFlight: state.inFlight, millis: 0 }, policy.limit, now, u),
+  inFlight: state.inFlight - 1
+})
+
+/**
+ * A connection attempt ended at `now` with `outcome`; `probe`: it was the circuit's probe; `u`: a uniform draw
+ * for the jitter of a new window. Only attempts teach the circuit: an answer on a connection the pool already
+ * had says nothing about whether the database accepts connections. The circuit closing (a new connection
+ * after an outage) ends the limit's hold.
+ *
+ * @since 0.2.0
+ */
+export const settleAttempt = (
   state: State,
   policy: Policy,
   outcome: Outcome.Outcome,
@@ -132,13 +158,8 @@ export const settle = (
   u: number
 ): State => {
   const circuit = Breaker.settle(state.circuit, policy.breaker, Outcome.toBreaker(outcome), probe, now, u)
-  const limit = Limit.update(state.limit, { outcome, inFlight: state.inFlight, millis: 0 }, policy.limit, now, u)
   const reopened = state.circuit.phase !== "Closed" && circuit.phase === "Closed"
-  return {
-    limit: reopened ? Limit.recovered(limit, policy.limit) : limit,
-    circuit,
-    inFlight: state.inFlight - 1
-  }
+  return { ...state, circuit, limit: reopened ? Limit.recovered(state.limit, policy.limit) : state.limit }
 }
 
 /**
@@ -154,12 +175,17 @@ export class GateFull extends Data.TaggedError("GateFull")<{}> {}
  * @since 0.2.0
  */
 export interface CheckoutGate {
-  /** Runs one checkout under the gate: waits for a permit (interruptibly), then records how it ended. */
+  /**
+   * Runs one checkout under the gate: waits for a permit of the limit (interruptibly), and, if the checkout
+   * needs a new connection while the circuit is open, for the circuit's window; then records how it ended.
+   */
   readonly run: <A, E, R>(checkout: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /**
    * Runs one checkout under the gate if it may start now, else fails with {@link GateFull} at once: for a
-   * caller that must not wait (the poll's claim, the shutdown release). With `early` (the poll, whose own
-   * schedule spaces its attempts) it may be the circuit's probe before the window ends.
+   * caller that must not wait (the poll's claim, the shutdown release). A connection attempt it needs while
+   * the circuit holds attempts back is not made: the checkout fails with a `DatabaseUnavailable` coded
+   * `ConnectGuard.heldCode`. With `early` (the poll, whose own schedule spaces its attempts) it may be the
+   * circuit's probe before the window ends.
    */
   readonly runNow: <A, E, R>(
     checkout: Effect.Effect<A, E, R>,
@@ -174,9 +200,10 @@ export interface CheckoutGate {
 }
 
 /**
- * A gate for `maxLimit` concurrent checkouts backing off on `backoff`; `classify` reads a checkout's exit
- * (default: `@resilience/admission`'s `Outcome.ofExit`; a classifier that never says `Unavailable`,
- * `Overloaded` or `Exhausted` gives a fixed cap of `maxLimit` checkouts).
+ * A gate for `maxLimit` concurrent checkouts backing off on `backoff`; `classify` reads a checkout's exit for
+ * the limit (default: `@resilience/admission`'s `Outcome.ofExit`; a classifier that never says `Unavailable`,
+ * `Overloaded` or `Exhausted` gives a fixed cap of `maxLimit` checkouts). The circuit always reads connection
+ * attempts with `Outcome.ofExit`: attempts follow one schedule per process whatever the limit does.
  *
  * @since 0.2.0
  */
@@ -189,6 +216,8 @@ export const make = (options: {
     const rules = policy(options.maxLimit, options.backoff)
     const classify = options.classify ?? Outcome.ofExit
     let state = initial(rules)
+    /** Why the last failed attempt failed: the reason a held-back attempt reports. */
+    let lastReason: DatabaseUnavailable["reason"] = "Saturated"
     // Completed on every change that may let a waiter start; replaced after each.
     let changed = yield* Deferred.make<void>()
     const update = (next: State) =>
@@ -200,31 +229,108 @@ export const make = (options: {
           Effect.andThen(Deferred.succeed(done, undefined))
         )
       })
+    const draw = options.backoff.ratio === 0 ? Effect.succeed(0) : Random.next
 
-    /** Waits for a permit; returns whether the checkout is the circuit's probe. */
+    /** Waits for a permit of the limit. */
     const acquire = Effect.gen(function*() {
       while (true) {
-        const now = yield* Clock.currentTimeMillis
-        const [decision, next] = admit(state, now)
-        if (decision === "pass" || decision === "probe") {
+        const [decision, next] = admit(state)
+        if (decision === "pass") {
           state = next
-          return decision === "probe"
+          return
         }
-        const wake = changed
-        if (decision === "shed" && state.circuit.phase === "Open") {
-          const until = Breaker.retryAfterMillis(state.circuit, now)
-          yield* Effect.raceFirst(Effect.sleep(Duration.millis(until)), Deferred.await(wake))
-        } else {
-          yield* Deferred.await(wake)
-        }
+        yield* Deferred.await(changed)
       }
     })
 
-    const settleExit = (exit: Exit.Exit<unknown, unknown>, probe: boolean) =>
+    /**
+     * Waits until a connection attempt may go ahead; returns whether it is the circuit's probe. While it waits
+     * for the circuit, the checkout gives its permit of the limit back (a checkout waiting to connect holds no
+     * connection), and takes one again before its attempt, so waiters resume within the limit.
+     */
+    const enterWaiting = Effect.suspend(() => {
+      let parked = false
+      return Effect.gen(function*() {
+        while (true) {
+          const now = yield* Clock.currentTimeMillis
+          const [decision, next] = enterAttempt(state, now)
+          if (decision !== "shed" && !parked) {
+            state = next
+            return decision === "probe"
+          }
+          if (decision !== "shed" && state.inFlight < Math.floor(state.limit.limit)) {
+            state = { ...next, inFlight: next.inFlight + 1 }
+            parked = false
+            return decision === "probe"
+          }
+          if (!parked) {
+            parked = true
+            yield* update({ ...state, inFlight: state.inFlight - 1 })
+          }
+          const wake = changed
+          const until = decision === "shed" ? Breaker.retryAfterMillis(state.circuit, now) : 0
+          yield* until > 0
+            ? Effect.raceFirst(Effect.sleep(Duration.millis(until)), Deferred.await(wake))
+            : Deferred.await(wake)
+        }
+      }).pipe(
+        // Interrupted while parked: take the permit back, so that the checkout's own release balances.
+        Effect.onInterrupt(() =>
+          Effect.sync(() => {
+            if (parked) state = { ...state, inFlight: state.inFlight + 1 }
+          })
+        )
+      )
+    })
+
+    /** Lets a connection attempt go ahead now, or fails without making it. */
+    const enterNow = (early: boolean) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const u = options.backoff.ratio === 0 ? 0 : yield* Random.next
-        return yield* update(settle(state, rules, classify(exit), probe, now, u))
+        const [decision, next] = enterAttempt(state, now, early)
+        if (decision === "shed") {
+          const wait = Breaker.retryAfterMillis(state.circuit, now)
+          return yield* new DatabaseUnavailable({
+            reason: lastReason,
+            code: ConnectGuard.heldCode,
+            message:
+              `no connection attempt: this process is backing off the database (its circuit is open; the next probe in ${
+                Math.ceil(wait)
+              } ms)`,
+            elapsedMillis: 0
+          })
+        }
+        state = next
+        return decision === "probe"
+      })
+
+    const settleAttemptExit = (exit: Exit.Exit<unknown, unknown>, probe: boolean) =>
+      Effect.gen(function*() {
+        if (Exit.isFailure(exit)) {
+          const failure = exit.cause.reasons.find(Cause.isFailReason)?.error
+          if (Predicate.isTagged(failure, "DatabaseUnavailable")) lastReason = (failure as DatabaseUnavailable).reason
+        }
+        const now = yield* Clock.currentTimeMillis
+        return yield* update(settleAttempt(state, rules, Outcome.ofExit(exit), probe, now, yield* draw))
+      })
+
+    /** The guard a checkout's connection attempts go through: waiting (`run`) or not (`runNow`). */
+    const guard = (enter: Effect.Effect<boolean, DatabaseUnavailable>): ConnectGuard.Guard => ({
+      attempt: (connect) =>
+        Effect.uninterruptibleMask((restore) =>
+          restore(enter).pipe(
+            Effect.flatMap((probe) => restore(connect).pipe(Effect.onExit((exit) => settleAttemptExit(exit, probe))))
+          )
+        )
+    })
+    const waiting = guard(enterWaiting)
+    const now = guard(enterNow(false))
+    const early = guard(enterNow(true))
+
+    const settleExit = (exit: Exit.Exit<unknown, unknown>) =>
+      Effect.gen(function*() {
+        const at = yield* Clock.currentTimeMillis
+        return yield* update(settle(state, rules, classify(exit), at, yield* draw))
       })
 
     // Waiting for a permit is interruptible (a shutdown must not hang on a blocked gate); once a permit is
@@ -232,7 +338,11 @@ export const make = (options: {
     const run = <A, E, R>(checkout: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
       Effect.uninterruptibleMask((restore) =>
         restore(acquire).pipe(
-          Effect.flatMap((probe) => restore(checkout).pipe(Effect.onExit((exit) => settleExit(exit, probe))))
+          Effect.flatMap(() =>
+            restore(Effect.provideService(checkout, ConnectGuard.ConnectGuard, waiting)).pipe(
+              Effect.onExit((exit) => settleExit(exit))
+            )
+          )
         )
       )
 
@@ -242,19 +352,21 @@ export const make = (options: {
     ): Effect.Effect<A, E | GateFull, R> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          const [decision, next] = admit(state, now, runOptions?.early === true)
-          if (decision === "full" || decision === "shed") return yield* new GateFull()
+          const [decision, next] = admit(state)
+          if (decision === "full") return yield* new GateFull()
           state = next
-          return yield* restore(checkout).pipe(Effect.onExit((exit) => settleExit(exit, decision === "probe")))
+          const attempts = runOptions?.early === true ? early : now
+          return yield* restore(Effect.provideService(checkout, ConnectGuard.ConnectGuard, attempts)).pipe(
+            Effect.onExit((exit) => settleExit(exit))
+          )
         })
       )
 
     return {
       run,
       runNow,
-      headroom: Effect.map(Clock.currentTimeMillis, (now) => headroom(state, now)),
-      blocked: Effect.map(Clock.currentTimeMillis, (now) => isBlocked(state, now)),
+      headroom: Effect.map(Clock.currentTimeMillis, (at) => headroom(state, at)),
+      blocked: Effect.map(Clock.currentTimeMillis, (at) => isBlocked(state, at)),
       state: Effect.sync(() => state)
     }
   })

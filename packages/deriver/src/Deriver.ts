@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import type { Outcome } from "@resilience/admission"
-import { Classify, DbSession } from "@resilience/db-session"
+import { Classify, ConnectGuard, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
@@ -480,7 +480,7 @@ const releaseAll = <R>(ctx: Context<R>) =>
         : Effect.void
     ),
     Effect.catch((error) =>
-      error._tag === "GateFull"
+      error._tag === "GateFull" || ConnectGuard.isHeld(error)
         ? Effect.logWarning(
           "database unavailable at shutdown (the checkout gate is holding back): held work units left for the stale cleanup"
         ).pipe(Effect.annotateLogs({ schema: ctx.schema }))
@@ -510,7 +510,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
     const gate = yield* CheckoutGate.make({
       maxLimit: config.workers + 1,
       backoff: workerBackoff,
-      // without overload handling the gate never lowers its limit nor opens: a fixed cap of workers + 1 checkouts
+      // without overload handling the limit never moves (a fixed cap of workers + 1 checkouts); the circuit on
+      // connection attempts stays on, so attempts during an outage follow one schedule per process either way
       classify: config.overloadEnabled ? undefined : fixedCap
     })
     const ctx: Context<R> = {

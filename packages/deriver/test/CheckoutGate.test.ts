@@ -4,7 +4,8 @@
  * counting proxy (the session that handlers get).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DatabaseUnavailable, DbSession } from "@resilience/db-session"
+import { ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-session"
+import type { Driver } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
@@ -15,18 +16,38 @@ import * as CheckoutGate from "../src/CheckoutGate.ts"
 const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0 }
 const policy = CheckoutGate.policy(9, backoff)
 
-/** `n` checkouts start, then all fail as unavailable at `now`. */
+/** `n` checkouts start, each makes a connection attempt, and all fail as unavailable at `now`. */
 const failAll = (state: CheckoutGate.State, n: number, now: number) => {
   let next = state
   const probes: Array<boolean> = []
   for (let i = 0; i < n; i++) {
-    const [decision, started] = CheckoutGate.admit(next, now)
+    const [admitted, started] = CheckoutGate.admit(next)
+    assert.strictEqual(admitted, "pass")
+    const [decision, attempting] = CheckoutGate.enterAttempt(started, now)
     assert.include(["pass", "probe"], decision)
     probes.push(decision === "probe")
-    next = started
+    next = attempting
   }
-  for (const probe of probes) next = CheckoutGate.settle(next, policy, "Unavailable", probe, now, 0.5)
+  for (const probe of probes) {
+    next = CheckoutGate.settleAttempt(next, policy, "Unavailable", probe, now, 0.5)
+    next = CheckoutGate.settle(next, policy, "Unavailable", now, 0.5)
+  }
   return next
+}
+
+/** One checkout that makes a connection attempt (the probe, if the circuit says so) and ends with `outcome`. */
+const attemptOnce = (state: CheckoutGate.State, outcome: "Answered" | "Unavailable", now: number, early = false) => {
+  const [, started] = CheckoutGate.admit(state)
+  const [decision, attempting] = CheckoutGate.enterAttempt(started, now, early)
+  assert.notStrictEqual(decision, "shed")
+  const attempted = CheckoutGate.settleAttempt(attempting, policy, outcome, decision === "probe", now, 0.5)
+  return CheckoutGate.settle(attempted, policy, outcome, now, 0.5)
+}
+
+/** One checkout on a connection the pool already had (no attempt), ending with `outcome`. */
+const reuseOnce = (state: CheckoutGate.State, outcome: "Answered" | "Unavailable", now: number) => {
+  const [, started] = CheckoutGate.admit(state)
+  return CheckoutGate.settle(started, policy, outcome, now, 0.5)
 }
 
 describe("CheckoutGate (pure)", () => {
@@ -37,11 +58,12 @@ describe("CheckoutGate (pure)", () => {
     assert.strictEqual(state.limit.growAfter, 1000)
     assert.strictEqual(state.circuit.phase, "Open")
     assert.strictEqual(state.circuit.openUntil, 1000)
-    assert.strictEqual(CheckoutGate.admit(state, 999)[0], "shed", "a worker waits for the window")
-    assert.strictEqual(CheckoutGate.admit(state, 1000)[0], "probe", "then probes")
-    assert.strictEqual(CheckoutGate.admit(state, 10, true)[0], "probe", "the poll may probe at once")
+    assert.strictEqual(CheckoutGate.admit(state)[0], "pass", "a checkout may start (it may reuse a connection)")
+    assert.strictEqual(CheckoutGate.enterAttempt(state, 999)[0], "shed", "its attempt waits for the window")
+    assert.strictEqual(CheckoutGate.enterAttempt(state, 1000)[0], "probe", "then probes")
+    assert.strictEqual(CheckoutGate.enterAttempt(state, 10, true)[0], "probe", "the poll may probe at once")
     assert.isFalse(CheckoutGate.isBlocked(state, 10))
-    assert.isTrue(CheckoutGate.isBlocked(CheckoutGate.admit(state, 10, true)[1], 10), "one probe at a time")
+    assert.isTrue(CheckoutGate.isBlocked(CheckoutGate.enterAttempt(state, 10, true)[1], 10), "one probe at a time")
   })
 
   it("failed probes lengthen the window on the poll schedule (1, 2, 4, … 30 s)", () => {
@@ -49,73 +71,85 @@ describe("CheckoutGate (pure)", () => {
     const windows: Array<number> = []
     for (let i = 0; i < 6; i++) {
       const now = state.circuit.openUntil
-      const [decision, probing] = CheckoutGate.admit(state, now)
-      assert.strictEqual(decision, "probe")
-      state = CheckoutGate.settle(probing, policy, "Unavailable", true, now, 0.5)
+      assert.strictEqual(CheckoutGate.enterAttempt(state, now)[0], "probe")
+      state = attemptOnce(state, "Unavailable", now)
       windows.push(state.circuit.openUntil - now)
     }
     assert.deepStrictEqual(windows, [2_000, 4_000, 8_000, 16_000, 30_000, 30_000])
   })
 
   it("an answered probe closes the circuit and ends the hold: the limit climbs one per answer at once", () => {
-    let state = failAll(CheckoutGate.initial(policy), 9, 0)
-    const [, probing] = CheckoutGate.admit(state, 1000)
-    state = CheckoutGate.settle(probing, policy, "Answered", true, 1000, 0.5)
+    let state = attemptOnce(failAll(CheckoutGate.initial(policy), 9, 0), "Answered", 1000)
     assert.strictEqual(state.circuit.phase, "Closed")
     assert.strictEqual(state.limit.growAfter, 0)
     assert.strictEqual(state.limit.limit, 2, "the probe's own answer counted")
-    for (let i = 0; i < 7; i++) {
-      const [, started] = CheckoutGate.admit(state, 1001)
-      state = CheckoutGate.settle(started, policy, "Answered", false, 1001, 0.5)
-    }
+    for (let i = 0; i < 7; i++) state = reuseOnce(state, "Answered", 1001)
     assert.strictEqual(state.limit.limit, 9)
     assert.strictEqual(CheckoutGate.headroom(state, 1001), 9)
   })
 
-  it("kept connections: scattered refusals lower the limit without opening the circuit; growth waits for the hold", () => {
+  it("answers on kept connections are no evidence: they neither close the circuit nor end the hold", () => {
+    let state = failAll(CheckoutGate.initial(policy), 9, 0)
+    for (let i = 0; i < 20; i++) state = reuseOnce(state, "Answered", 10 + i)
+    assert.strictEqual(state.circuit.phase, "Open", "still open: no new connection was made")
+    assert.strictEqual(state.circuit.openUntil, 1000)
+    assert.strictEqual(state.limit.limit, 1, "held until 1 s")
+    assert.strictEqual(CheckoutGate.enterAttempt(state, 500)[0], "shed", "a new connection still waits")
+    for (let i = 0; i < 20; i++) state = reuseOnce(state, "Answered", 1000 + i)
+    assert.strictEqual(state.limit.limit, 9, "after the hold the kept connections' answers grow the limit")
+    assert.strictEqual(state.circuit.phase, "Open", "but the circuit stays open until an attempt is answered")
+  })
+
+  it("scattered refused attempts lower the limit; the circuit counts attempts only", () => {
     let state = CheckoutGate.initial(policy)
-    const run = (outcome: "Answered" | "Unavailable", now: number) => {
-      const [, started] = CheckoutGate.admit(state, now)
-      state = CheckoutGate.settle(started, policy, outcome, false, now, 0.5)
-    }
-    run("Unavailable", 0) // 9 → 4, hold until 1 s
-    for (let i = 0; i < 10; i++) run("Answered", 10 + i)
+    state = attemptOnce(state, "Unavailable", 0) // 9 → 4, hold until 1 s
+    for (let i = 0; i < 10; i++) state = attemptOnce(state, "Answered", 10 + i)
     assert.strictEqual(state.limit.limit, 4, "held")
-    assert.strictEqual(state.circuit.phase, "Closed", "one refusal among answers")
-    run("Answered", 1000)
+    assert.strictEqual(state.circuit.phase, "Closed", "one refusal among answered attempts")
+    state = reuseOnce(state, "Answered", 1000)
     assert.strictEqual(state.limit.limit, 5)
-    run("Unavailable", 1001) // 5 → 2, the next hold is 2 s
+    state = attemptOnce(state, "Unavailable", 1001) // 5 → 2, the next hold is 2 s; 2 of the last 4 attempts refused
     assert.strictEqual(state.limit.limit, 2)
     assert.strictEqual(state.limit.growAfter, 3001)
-    assert.strictEqual(state.circuit.phase, "Closed")
+    assert.strictEqual(state.circuit.phase, "Closed", "1 of the last 4 attempts refused")
+    state = attemptOnce(state, "Unavailable", 1002)
+    assert.strictEqual(state.circuit.phase, "Open", "2 of the last 4 attempts refused")
   })
 
   it("the limit bounds concurrent checkouts; POOL_EXHAUSTED lowers it but never opens the circuit", () => {
-    let state = CheckoutGate.initial(CheckoutGate.policy(2, backoff))
     const rules = CheckoutGate.policy(2, backoff)
-    const [, one] = CheckoutGate.admit(state, 0)
-    const [, two] = CheckoutGate.admit(one, 0)
-    assert.strictEqual(CheckoutGate.admit(two, 0)[0], "full")
+    const [, one] = CheckoutGate.admit(CheckoutGate.initial(rules))
+    const [, two] = CheckoutGate.admit(one)
+    assert.strictEqual(CheckoutGate.admit(two)[0], "full")
     assert.strictEqual(CheckoutGate.headroom(two, 0), 0)
-    state = CheckoutGate.settle(
-      CheckoutGate.settle(two, rules, "Exhausted", false, 0, 0.5),
-      rules,
-      "Exhausted",
-      false,
-      0,
-      0.5
-    )
+    // POOL_EXHAUSTED: the checkout waited for a slot of its own pool and made no attempt.
+    const state = CheckoutGate.settle(CheckoutGate.settle(two, rules, "Exhausted", 0, 0.5), rules, "Exhausted", 0, 0.5)
     assert.strictEqual(state.limit.limit, 1)
     assert.strictEqual(state.circuit.phase, "Closed")
   })
 
   it("an interrupted checkout tells nothing", () => {
-    const [, started] = CheckoutGate.admit(CheckoutGate.initial(policy), 0)
-    assert.deepStrictEqual(CheckoutGate.settle(started, policy, "Ignored", false, 0, 0.5), CheckoutGate.initial(policy))
+    const [, started] = CheckoutGate.admit(CheckoutGate.initial(policy))
+    const [, attempting] = CheckoutGate.enterAttempt(started, 0)
+    const settled = CheckoutGate.settle(
+      CheckoutGate.settleAttempt(attempting, policy, "Ignored", false, 0, 0.5),
+      policy,
+      "Ignored",
+      0,
+      0.5
+    )
+    assert.deepStrictEqual(settled, CheckoutGate.initial(policy))
   })
 })
 
 const refused = new DatabaseUnavailable({ reason: "Saturated", code: "53300", message: "too many", elapsedMillis: 1 })
+const connection: Driver.RawConnection = {
+  query: () => Effect.succeed([]),
+  close: Effect.void,
+  cancel: () => Effect.void,
+  reusable: () => true,
+  invalidate: () => {}
+}
 
 describe("CheckoutGate (TestClock)", () => {
   it.effect("workers wait out the window and one probes; the poll probes early; an answer lets everyone go", () =>
@@ -123,11 +157,16 @@ describe("CheckoutGate (TestClock)", () => {
       const gate = yield* CheckoutGate.make({ maxLimit: 3, backoff })
       const healthy = yield* Ref.make(false)
       const runs = yield* Ref.make(0)
-      const checkout = Effect.gen(function*() {
-        yield* Ref.update(runs, (n) => n + 1)
-        if (!(yield* Ref.get(healthy))) return yield* refused
-        return "ok"
-      })
+      // A checkout that opens a connection (as the null pool does): its attempt goes through the guard in context.
+      const checkout = Effect.flatMap(
+        Effect.service(ConnectGuard.ConnectGuard),
+        (guard) =>
+          guard.attempt(Effect.gen(function*() {
+            yield* Ref.update(runs, (n) => n + 1)
+            if (!(yield* Ref.get(healthy))) return yield* refused
+            return connection
+          }))
+      )
       for (let i = 0; i < 2; i++) yield* Effect.exit(gate.run(checkout)) // trips: open until 1 s
       assert.strictEqual((yield* gate.state).circuit.phase, "Open")
       const workers = yield* Effect.forkChild(
@@ -142,7 +181,7 @@ describe("CheckoutGate (TestClock)", () => {
       yield* Ref.set(healthy, true)
       yield* TestClock.adjust(500)
       assert.isTrue(Exit.isFailure(yield* Effect.exit(gate.runNow(checkout))), "not early: held back in the window")
-      assert.strictEqual(yield* gate.runNow(checkout, { early: true }), "ok")
+      assert.strictEqual(yield* gate.runNow(checkout, { early: true }), connection)
       assert.strictEqual((yield* gate.state).circuit.phase, "Closed")
       const exits = yield* Fiber.join(workers)
       assert.strictEqual(exits.filter(Exit.isSuccess).length, 2, "the two still waiting ran once it closed")
@@ -150,25 +189,35 @@ describe("CheckoutGate (TestClock)", () => {
     }))
 })
 
+/**
+ * A 6-connection server, a session of `poolClass` reaching it through a counting proxy, and a gate for 3
+ * checkouts whose windows are a minute long (nothing probes within a test).
+ */
+const gated = (poolClass: "null" | "queue", poolSize: number) =>
+  Effect.gen(function*() {
+    const cluster = yield* Cluster.start({ maxConnections: 6 })
+    const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
+    const context = yield* Layer.build(DbSession.layer({
+      url: proxy.url(cluster.url),
+      connectTimeout: "2 seconds",
+      poolClass,
+      poolSize,
+      driver: "pg",
+      applicationName: `checkout-gate-${poolClass}`
+    }))
+    const gate = yield* CheckoutGate.make({
+      maxLimit: 3,
+      backoff: { ...backoff, baseMillis: 60_000, maxMillis: 60_000 }
+    })
+    return { cluster, proxy, context, gate }
+  })
+
 describe("CheckoutGate.session against real PostgreSQL (attempts counted at a proxy)", () => {
   it.live(
     "a handler's checkouts through DbSession go through the gate: once it trips, they wait instead of knocking",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
-        const context = yield* Layer.build(DbSession.layer({
-          url: proxy.url(cluster.url),
-          connectTimeout: "2 seconds",
-          poolClass: "null",
-          poolSize: 1,
-          driver: "pg",
-          applicationName: "checkout-gate-test"
-        }))
-        const gate = yield* CheckoutGate.make({
-          maxLimit: 3,
-          backoff: { ...backoff, baseMillis: 60_000, maxMillis: 60_000 }
-        })
+        const { cluster, context, gate, proxy } = yield* gated("null", 1)
         const handlerSession = CheckoutGate.session(gate, Context.get(context, DbSession))
         // What a handler does: use the DbSession in its context.
         const handler = DbSession.use((db) => db.query("SELECT 1"))
@@ -195,6 +244,34 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
         const before = yield* proxy.attempts
         yield* Effect.all(Array.from({ length: 3 }, () => asHandler), { concurrency: 3 })
         assert.strictEqual((yield* proxy.attempts) - before, 3)
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
+  it.live(
+    "an in-process pool keeps working on the connection it has while its new connections wait for the circuit",
+    () =>
+      Effect.gen(function*() {
+        const { cluster, context, gate, proxy } = yield* gated("queue", 3)
+        const db = CheckoutGate.session(gate, Context.get(context, DbSession))
+        const hold = db.withConnection((c) => Effect.andThen(c.query("SELECT 1"), Effect.sleep("300 millis")))
+        yield* db.query("SELECT 1") // the pool keeps this connection
+        yield* Effect.orDie(Saturation.hold(cluster.url))
+        const before = yield* proxy.attempts
+        // Three at once: one takes the kept connection, two need new ones and are refused: the circuit opens.
+        const burst = yield* Effect.all(Array.from({ length: 3 }, () => Effect.exit(hold)), { concurrency: 3 })
+        assert.strictEqual(burst.filter(Exit.isSuccess).length, 1, "the kept connection served one")
+        assert.strictEqual((yield* proxy.attempts) - before, 2)
+        assert.strictEqual((yield* gate.state).circuit.phase, "Open")
+        // One at a time: every checkout reuses the kept connection; no attempt, and no evidence to close the circuit.
+        for (let i = 0; i < 5; i++) yield* db.query("SELECT 1")
+        assert.strictEqual((yield* proxy.attempts) - before, 2, "answers on the kept connection made no attempt")
+        assert.strictEqual((yield* gate.state).circuit.phase, "Open", "and did not close the circuit")
+        // Two at once: the second needs a new connection and waits for the circuit's window instead of knocking.
+        const pair = yield* Effect.forkChild(Effect.all([hold, hold], { concurrency: 2 }))
+        yield* Effect.sleep("600 millis")
+        assert.strictEqual((yield* proxy.attempts) - before, 2, "no attempt within the window")
+        yield* Fiber.interrupt(pair)
       }).pipe(Effect.scoped),
     120_000
   )
