@@ -16,7 +16,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { PrometheusMetrics } from "effect/observability"
 import { timingSafeEqual } from "node:crypto"
 import { createServer } from "node:http"
-import * as Readiness from "./Readiness.ts"
+import * as SchemaReady from "./SchemaReady.ts"
 import { AppSettings } from "./Settings.ts"
 
 const constantTimeEquals = (a: string, b: string): boolean => {
@@ -83,7 +83,7 @@ export const withWorkspace = <A, E, R>(
     const { schema } = yield* AppSettings
     const token = yield* Security.BearerToken
     const db = yield* DbSession
-    yield* Readiness.ensure
+    yield* SchemaReady.ensure
     return yield* Admission.Gate.run(db.oneCheckout(Effect.gen(function*() {
       const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
       if (verification === "not-found") {
@@ -110,7 +110,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     handlers.handle("createWorkspace", ({ payload }) =>
       Effect.gen(function*() {
         const { schema } = yield* AppSettings
-        yield* Readiness.ensure
+        yield* SchemaReady.ensure
         return yield* Admission.Gate.run(Workspaces.create(schema, payload.name)).pipe(
           Effect.catchTag(
             "WorkspaceExists",
@@ -174,8 +174,8 @@ export const SystemHandlers = HttpApiBuilder.group(Api.Api, "system", (handlers)
     healthz: () => Effect.succeed({ status: "ok" }),
     readyz: () =>
       Effect.andThen(
-        Readiness.ensure,
-        Effect.flatMap(Effect.service(Admission.Readiness.Readiness), (readiness) => readiness.check)
+        SchemaReady.ensure,
+        Effect.flatMap(Effect.service(Admission.ReadinessProbe.ReadinessProbe), (probe) => probe.check)
       ).pipe(
         Effect.as({ status: "ready" }),
         HttpErrors.orDieDbErrors
@@ -237,14 +237,14 @@ export const idempotencyPruning = Layer.effectDiscard(Effect.gen(function*() {
 }))
 
 /**
- * The admission gate (`settings.admission`) and the database readiness check behind it (single-flight, cached
+ * The admission gate (`settings.admission`) and the database readiness probe behind it (single-flight, cached
  * for `settings.readinessCacheMillis`).
  *
  * @since 0.2.0
  */
 export const admission = Layer.unwrap(Effect.gen(function*() {
   const settings = yield* AppSettings
-  return Admission.Readiness.layer({ cacheMillis: settings.readinessCacheMillis }).pipe(
+  return Admission.ReadinessProbe.layer({ cacheMillis: settings.readinessCacheMillis }).pipe(
     Layer.provideMerge(
       Layer.effect(Admission.Gate.Gate, Admission.Gate.make(settings.admission ?? Admission.Settings.defaults))
     )
@@ -253,7 +253,7 @@ export const admission = Layer.unwrap(Effect.gen(function*() {
 
 /**
  * The HTTP server on `settings.port`, serving at once; the schema becomes ready in the background
- * (`Readiness`, provided to the caller too). Needs `AppSettings` and `DbSession`.
+ * (`SchemaReady`, provided to the caller too). Needs `AppSettings` and `DbSession`.
  *
  * @since 0.1.0
  */
@@ -264,6 +264,6 @@ export const server = Layer.unwrap(Effect.gen(function*() {
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
     (serving) => Layer.provideMerge(readyLog, serving),
     Layer.provideMerge(idempotencyPruning),
-    Layer.provideMerge(Readiness.layer)
+    Layer.provideMerge(SchemaReady.layer)
   )
 }))

@@ -4,11 +4,11 @@
  *
  * @since 0.1.0
  */
-import { Readiness, Settings as Admission } from "@resilience/admission"
+import { ReadinessProbe, Settings as Admission } from "@resilience/admission"
 import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
-import { InvalidParameter } from "@resilience/jitter"
+import { InvalidParameter } from "@resilience/parameters"
 import { Config, Context, Effect, Layer, type LogLevel, Redacted, Schema } from "effect"
 
 /**
@@ -85,7 +85,7 @@ export const config: Config.Config<Settings> = Config.all({
     Config.withDefault(86_400)
   ),
   admission: Admission.config(Variables.admission),
-  readinessCacheMillis: Readiness.cacheMillisConfig(Variables.readinessCacheMillis)
+  readinessCacheMillis: ReadinessProbe.cacheMillisConfig(Variables.readinessCacheMillis)
 })
 
 /**

@@ -16,7 +16,7 @@ export * as Http from "./Http.ts"
  *
  * @since 0.1.0
  */
-export * as Readiness from "./Readiness.ts"
+export * as SchemaReady from "./SchemaReady.ts"
 
 /**
  * Settings from the environment.

@@ -15,7 +15,7 @@ import { Variables } from "@resilience/environment"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
-import * as Readiness from "./Readiness.ts"
+import * as SchemaReady from "./SchemaReady.ts"
 import * as Settings from "./Settings.ts"
 
 const LogLevel = Layer.unwrap(Effect.gen(function*() {
@@ -30,7 +30,7 @@ const Main = Http.server.pipe(
 
 Effect.scoped(Effect.gen(function*() {
   const context = yield* Layer.build(Main)
-  yield* Context.get(context, Readiness.Readiness).await
+  yield* Context.get(context, SchemaReady.SchemaReady).await
   return yield* Effect.never
 })).pipe(
   Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel, Otlp.layerFromEnv("resilience-api"))),

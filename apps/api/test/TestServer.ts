@@ -3,11 +3,11 @@
  * captured; tests talk to it with `fetch`.
  */
 import { Settings as Admission } from "@resilience/admission"
-import { Http, Readiness, Settings } from "@resilience/api-app"
+import { Http, SchemaReady, Settings } from "@resilience/api-app"
 import { ApiClient } from "@resilience/api-client"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
-import type { SchemaReadiness } from "@resilience/deriver"
+import type { SchemaGate } from "@resilience/deriver"
 import { SchemaName } from "@resilience/domain"
 import { Cause, Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
@@ -23,7 +23,7 @@ export interface LogLine {
 export interface TestServer {
   readonly baseUrl: string
   readonly logs: Array<LogLine>
-  readonly readiness: SchemaReadiness.SchemaReadiness
+  readonly readiness: SchemaGate.SchemaGate
 }
 
 export interface Options {
@@ -78,7 +78,7 @@ export const start = (options: Options) =>
       )
     )
     const server = Context.get(context, HttpServer.HttpServer)
-    const readiness = Context.get(context, Readiness.Readiness)
+    const readiness = Context.get(context, SchemaReady.SchemaReady)
     if (options.awaitReady ?? settings.migrate) yield* Effect.orDie(readiness.await)
     return { baseUrl: HttpServer.formatAddress(server.address), logs, readiness } satisfies TestServer
   })

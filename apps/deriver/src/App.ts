@@ -7,7 +7,7 @@
  */
 import { NodeHttpServer } from "@effect/platform-node"
 import { DbConfig, DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, SchemaName, SchemaReadiness } from "@resilience/deriver"
+import { Deriver, DeriverConfig, SchemaGate, SchemaName } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
 import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Schema } from "effect"
@@ -68,25 +68,25 @@ export const sessionLayer = Layer.unwrap(
 )
 
 /**
- * The schema's readiness in this process: migrated (`DERIVER_MIGRATE=true`) or found migrated, in the
- * background, whether or not the database answers at start.
+ * Whether the schema is ready in this process: migrated (`DERIVER_MIGRATE=true`) or found migrated, in the
+ * background (`SchemaGate` of `@resilience/deriver`), whether or not the database answers at start.
  *
  * @since 0.1.0
  */
-export class Readiness extends Context.Service<Readiness, SchemaReadiness.SchemaReadiness>()(
-  "@resilience/deriver-app/Readiness"
+export class SchemaReady extends Context.Service<SchemaReady, SchemaGate.SchemaGate>()(
+  "@resilience/deriver-app/SchemaReady"
 ) {}
 
 /**
- * Starts the readiness checks for `DB_SCHEMA`.
+ * Starts the schema gate for `DB_SCHEMA`.
  *
  * @since 0.1.0
  */
-export const readinessLayer = Layer.effect(
-  Readiness,
+export const schemaReadyLayer = Layer.effect(
+  SchemaReady,
   Effect.gen(function*() {
     const { migrate, schema } = yield* Settings
-    return yield* SchemaReadiness.start({ schema, components: Domain.components, migrate }).pipe(Effect.orDie)
+    return yield* SchemaGate.start({ schema, components: Domain.components, migrate }).pipe(Effect.orDie)
   })
 )
 
@@ -115,7 +115,7 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).sp
 export const deriverLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const { deriver: config, schema } = yield* Settings
-    const readiness = yield* Readiness
+    const readiness = yield* SchemaReady
     const liveness = yield* Liveness
     yield* Effect.forkScoped(
       readiness.await.pipe(
@@ -137,7 +137,7 @@ export const readyzRoute = HttpRouter.add(
   "GET",
   "/readyz",
   Effect.flatMap(
-    Effect.service(Readiness),
+    Effect.service(SchemaReady),
     (readiness) =>
       Effect.map(readiness.status, (status) =>
         status._tag === "Ready"
@@ -191,7 +191,7 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
  * @since 0.1.0
  */
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
-  Layer.provideMerge(readinessLayer),
+  Layer.provideMerge(schemaReadyLayer),
   Layer.provideMerge(Liveness.layer),
   Layer.provideMerge(sessionLayer),
   Layer.provideMerge(Settings.layer),

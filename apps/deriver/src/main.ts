@@ -14,7 +14,7 @@ import * as App from "./App.ts"
 
 Effect.scoped(Effect.gen(function*() {
   const context = yield* Layer.build(App.layer)
-  yield* Context.get(context, App.Readiness).await
+  yield* Context.get(context, App.SchemaReady).await
   // A loop that died of a defect ends the process non-zero, so its supervisor restarts it (never a process
   // that is alive and not polling).
   const reason = yield* Deferred.await(Context.get(context, App.Liveness).died)

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter, Parameters } from "@resilience/jitter"
+import { InvalidParameter, Parameters } from "@resilience/parameters"
 import { Config, Effect, Option, Schema } from "effect"
 
 /**

@@ -63,8 +63,16 @@ export * as Shed from "./Shed.ts"
 export * as Metrics from "./Metrics.ts"
 
 /**
- * Single-flight, cached readiness through the gate.
+ * The readiness probe: a single-flight, cached `SELECT 1` through the gate.
  *
+ * @since 0.2.0
+ */
+export * as ReadinessProbe from "./ReadinessProbe.ts"
+
+/**
+ * The readiness probe: a single-flight, cached `SELECT 1` through the gate.
+ *
+ * @deprecated since 0.2.0: use `ReadinessProbe` (the same module under its new name)
  * @since 0.1.0
  */
-export * as Readiness from "./Readiness.ts"
+export * as Readiness from "./ReadinessProbe.ts"

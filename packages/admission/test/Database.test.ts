@@ -11,7 +11,7 @@ import { CountingProxy } from "@resilience/test-db"
 import { Context, type Duration, Effect, Exit, Layer, Random, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as Gate from "../src/Gate.ts"
-import * as Readiness from "../src/Readiness.ts"
+import * as ReadinessProbe from "../src/ReadinessProbe.ts"
 import * as Settings from "../src/Settings.ts"
 import * as Shed from "../src/Shed.ts"
 
@@ -118,7 +118,7 @@ describe("Gate against real PostgreSQL (attempts counted at a proxy)", () => {
     () =>
       Effect.gen(function*() {
         const { cluster, db, gate, proxy } = yield* setup({ tripFailures: 3 })
-        const ready = yield* Readiness.make(db.query("SELECT 1"), { cacheMillis: 1_000 }).pipe(
+        const ready = yield* ReadinessProbe.make(db.query("SELECT 1"), { cacheMillis: 1_000 }).pipe(
           Effect.provideService(Gate.Gate, gate)
         )
         yield* Effect.scoped(Effect.gen(function*() {

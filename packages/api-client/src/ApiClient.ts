@@ -9,8 +9,8 @@
  */
 import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, Validation } from "@resilience/api-errors"
-import { InvalidParameter } from "@resilience/jitter"
 import type { Model } from "@resilience/model"
+import { InvalidParameter } from "@resilience/parameters"
 import { Effect, Metric, Option, Predicate, Redacted, Schema } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter } from "@resilience/jitter"
+import { InvalidParameter } from "@resilience/parameters"
 import { Effect, Metric, Ref } from "effect"
 
 /**

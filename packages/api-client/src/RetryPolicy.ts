@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter, Parameters, RetryJitter } from "@resilience/jitter"
+import { RetryJitter } from "@resilience/jitter"
+import { InvalidParameter, Parameters } from "@resilience/parameters"
 import { Duration, Effect } from "effect"
 
 /**

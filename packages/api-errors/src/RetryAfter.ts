@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter } from "@resilience/jitter"
+import { InvalidParameter } from "@resilience/parameters"
 import { Config, Effect, Random, Schema } from "effect"
 
 /**

@@ -4,7 +4,8 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter, Parameters, PollBackoff } from "@resilience/jitter"
+import { PollBackoff } from "@resilience/jitter"
+import { InvalidParameter, Parameters } from "@resilience/parameters"
 import { Config, Duration, Effect, Schema } from "effect"
 import type * as Overload from "./Overload.ts"
 import type * as Scheduling from "./Scheduling.ts"

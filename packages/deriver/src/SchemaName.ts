@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { InvalidParameter } from "@resilience/jitter"
+import { InvalidParameter } from "@resilience/parameters"
 import { Config, Effect, Schema } from "effect"
 
 /**

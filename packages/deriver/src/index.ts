@@ -105,9 +105,18 @@ export * as SchemaName from "./SchemaName.ts"
 export * as Scheduling from "./Scheduling.ts"
 
 /**
- * A tenant schema's readiness: migrations (or a check for pending ones) on a jittered schedule, in the
- * background, until the database answers.
+ * A tenant schema's gate: migrations (or a check for pending ones) on a jittered schedule, in the background,
+ * until the database answers; fails fast while the schema is not ready.
  *
+ * @since 0.2.0
+ */
+export * as SchemaGate from "./SchemaGate.ts"
+
+/**
+ * A tenant schema's gate: migrations (or a check for pending ones) on a jittered schedule, in the background,
+ * until the database answers; fails fast while the schema is not ready.
+ *
+ * @deprecated since 0.2.0: use `SchemaGate` (the same module under its new name)
  * @since 0.1.0
  */
-export * as SchemaReadiness from "./SchemaReadiness.ts"
+export * as SchemaReadiness from "./SchemaGate.ts"

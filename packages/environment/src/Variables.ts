@@ -60,7 +60,7 @@ export const admission = {
 } as const satisfies AdmissionSettings.Names
 
 /**
- * How old a `/readyz` answer may be (`Readiness.cacheMillisConfig` of `@resilience/admission`).
+ * How old a `/readyz` answer may be (`ReadinessProbe.cacheMillisConfig` of `@resilience/admission`).
  *
  * @since 0.1.0
  */

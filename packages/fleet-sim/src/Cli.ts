@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { InvalidParameter } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/parameters"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Chart from "./Chart.ts"

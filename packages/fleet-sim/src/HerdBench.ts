@@ -8,7 +8,7 @@
  */
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, Handlers, Migrator, QueueSchema, SchemaName } from "@resilience/deriver"
-import type { InvalidParameter } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/parameters"
 import { Clock, Console, Effect, Fiber, Layer, References } from "effect"
 import type pg from "pg"
 import * as ActivitySampler from "./ActivitySampler.ts"

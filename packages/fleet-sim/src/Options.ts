@@ -7,12 +7,14 @@
 import { Settings as AdmissionSettings } from "@resilience/admission"
 import type { DeriverConfig } from "@resilience/deriver"
 import { Variables } from "@resilience/environment"
-import { InvalidParameter, PollBackoff } from "@resilience/jitter"
+import { PollBackoff } from "@resilience/jitter"
+import { InvalidParameter } from "@resilience/parameters"
 import { Effect, Schema } from "effect"
 import * as Model from "./Model.ts"
 
 /**
- * A flag outside its allowed range: jitter's `InvalidParameter`, the parameter named as the flag (`--derivers`).
+ * A flag outside its allowed range: `InvalidParameter` of `@resilience/parameters`, the parameter named as the flag
+ * (`--derivers`).
  *
  * @since 0.1.0
  */

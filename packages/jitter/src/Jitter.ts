@@ -7,8 +7,8 @@
  *
  * @since 0.1.0
  */
+import { Parameters } from "@resilience/parameters"
 import { Duration, Effect, Random } from "effect"
-import * as Parameters from "./Parameters.ts"
 
 /**
  * Startup delay for a uniform draw `u` in [0, 1): `u × maxMillis`, uniform in [0, maxMillis).

@@ -9,10 +9,9 @@
  *
  * @since 0.1.0
  */
+import { type InvalidParameter, Parameters } from "@resilience/parameters"
 import { Duration, Effect, Random, Ref } from "effect"
-import type * as InvalidParameter from "./InvalidParameter.ts"
 import * as Jitter from "./Jitter.ts"
-import * as Parameters from "./Parameters.ts"
 
 /**
  * Poll backoff options; every field is optional and falls back to {@link defaults}.

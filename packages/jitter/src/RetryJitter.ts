@@ -1,14 +1,13 @@
 /**
  * Marc Brooker's retry jitter ("Exponential Backoff And Jitter", AWS Architecture Blog, 2015) as pure
  * functions of a uniform draw `u` in [0, 1), in milliseconds: the core of the client-side retry
- * {@link Schedules}. `attempt` counts retries from 0.
+ * {@link JitterSchedules}. `attempt` counts retries from 0.
  *
  * @since 0.1.0
  */
+import { type InvalidParameter, Parameters } from "@resilience/parameters"
 import type { Duration } from "effect"
 import { Effect } from "effect"
-import type * as InvalidParameter from "./InvalidParameter.ts"
-import * as Parameters from "./Parameters.ts"
 
 /**
  * Options of the retry jitters: the base delay (> 0) and the cap (≥ base).

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
+import { Parameters } from "@resilience/parameters"
 import { Duration, Effect, Random, Schema } from "effect"
 import * as fc from "fast-check"
-import { Parameters, PollBackoff } from "../src/index.ts"
+import { PollBackoff } from "../src/index.ts"
 
 const SCHEDULE_SECONDS = [1, 2, 4, 8, 16, 30, 30, 30, 30, 30]
 const ms = Duration.toMillis

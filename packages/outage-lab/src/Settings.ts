@@ -1,7 +1,7 @@
 /**
  * One lab run's settings: the policy, the trigger, the real parts' limits and the load. Every value is checked
  * before anything starts; a bad one stops the CLI naming the flag and its allowed range (the simulator's
- * `InvalidOption`, jitter's `InvalidParameter` named by the flag).
+ * `InvalidOption`, the `InvalidParameter` of `@resilience/parameters` named by the flag).
  */
 import { Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"

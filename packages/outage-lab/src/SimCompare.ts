@@ -5,7 +5,7 @@
  */
 import { type Model, Simulation, Summary } from "@resilience/fleet-sim"
 import { Report } from "@resilience/fleet-sim"
-import type { InvalidParameter } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/parameters"
 import { Effect } from "effect"
 import * as Lab from "./Lab.ts"
 import { triggerEndSeconds } from "./Settings.ts"

@@ -6,7 +6,8 @@
  * t = 0, so that run is shifted: it starts at the lab's restart and ends at the lab's horizon.
  */
 import { Model } from "@resilience/fleet-sim"
-import { type InvalidParameter, PollBackoff } from "@resilience/jitter"
+import { PollBackoff } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/parameters"
 import { Effect } from "effect"
 import type * as Calibration from "./Calibration.ts"
 import { type Settings, triggerEndSeconds } from "./Settings.ts"

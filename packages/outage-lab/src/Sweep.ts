@@ -5,7 +5,7 @@
  */
 import { Report, Sweep as SimSweep } from "@resilience/fleet-sim"
 import type { Model } from "@resilience/fleet-sim"
-import type { InvalidParameter } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/parameters"
 import { Effect } from "effect"
 import type * as Lab from "./Lab.ts"
 import type * as SimCompare from "./SimCompare.ts"

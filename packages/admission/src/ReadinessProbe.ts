@@ -1,6 +1,6 @@
 /**
- * Readiness that costs the database at most one attempt at a time: the check goes through the gate, and is
- * single-flight with a short cache (Effect's `cachedWithTTL`), so a flood of probes shares one check, and
+ * The readiness probe (`SELECT 1`) that costs the database at most one attempt at a time: the check goes
+ * through the gate, and is single-flight with a short cache (Effect's `cachedWithTTL`), so a flood of probes shares one check, and
  * probes within `cacheMillis` of its end get its answer (ready or not) without touching the database.
  *
  * @since 0.1.0
@@ -11,14 +11,30 @@ import * as Gate from "./Gate.ts"
 import type * as Shed from "./Shed.ts"
 
 /**
- * The readiness check as a service.
+ * The readiness probe as a service.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export class Readiness extends Context.Service<Readiness, {
+export class ReadinessProbe extends Context.Service<ReadinessProbe, {
   /** Succeeds when the database answered `SELECT 1` (now, or within the cache window). */
   readonly check: Effect.Effect<void, DbError | Shed.Shed>
-}>()("@resilience/admission/Readiness") {}
+}>()("@resilience/admission/ReadinessProbe") {}
+
+/**
+ * The readiness probe as a service.
+ *
+ * @deprecated since 0.2.0: use `ReadinessProbe` (the same service under its new name)
+ * @since 0.1.0
+ */
+export const Readiness = ReadinessProbe
+
+/**
+ * The readiness probe as a service.
+ *
+ * @deprecated since 0.2.0: use `ReadinessProbe` (the same service under its new name)
+ * @since 0.1.0
+ */
+export type Readiness = ReadinessProbe
 
 /**
  * Default cache window: 1 s (a probe every second at most reaches the database, whatever the probe rate).
@@ -48,16 +64,16 @@ export const make = <E, R>(
  * @since 0.1.0
  */
 export const layer = (options?: { readonly cacheMillis?: number | undefined }): Layer.Layer<
-  Readiness,
+  ReadinessProbe,
   never,
   Gate.Gate | DbSession
 > =>
   Layer.effect(
-    Readiness,
+    ReadinessProbe,
     Effect.gen(function*() {
       const db = yield* DbSession
       const check = yield* make(db.query("SELECT 1"), { cacheMillis: options?.cacheMillis ?? defaultCacheMillis })
-      return Readiness.of({ check })
+      return ReadinessProbe.of({ check })
     })
   )
 
@@ -77,7 +93,7 @@ export const cacheMillisConfig = (name: string): Config.Config<number> =>
  *
  * @since 0.2.0
  */
-export const layerConfig = (name: string): Layer.Layer<Readiness, Config.ConfigError, Gate.Gate | DbSession> =>
+export const layerConfig = (name: string): Layer.Layer<ReadinessProbe, Config.ConfigError, Gate.Gate | DbSession> =>
   Layer.unwrap(
     Effect.gen(function*() {
       return layer({ cacheMillis: yield* cacheMillisConfig(name) })

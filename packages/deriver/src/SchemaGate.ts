@@ -1,13 +1,14 @@
 /**
- * A tenant schema's readiness, for processes that start whether or not the database answers. A background
+ * A tenant schema's gate: the schema's migrations (or a check that none is pending) in the background, for
+ * processes that start whether or not the database answers, and a fail-fast check of whether it is ready yet. A background
  * fiber makes one attempt (one checkout) at a time: it runs the migrations (under the schema's advisory lock,
  * see {@link Migrator.run}) or, for a process that does not migrate, checks that none is pending. Between
  * attempts it sleeps on the jittered poll backoff of `@resilience/jitter` (1 → 2 → 4 → … → 30 s, each sleep
  * uniform in ±50 %), never a fixed period. An unavailable database, a transient statement failure or pending
  * migrations mean "try again later"; only a misconfiguration (bad credentials, unknown database, no privilege)
- * stops the attempts, and {@link SchemaReadiness.await} fails with {@link SchemaMisconfigured} naming it.
+ * stops the attempts, and {@link SchemaGate.await} fails with {@link SchemaMisconfigured} naming it.
  *
- * Until the schema is ready, {@link SchemaReadiness.ensure} fails at once with a `DatabaseUnavailable` (the last
+ * Until the schema is ready, {@link SchemaGate.ensure} fails at once with a `DatabaseUnavailable` (the last
  * attempt's, or `NotAcceptingConnections` while the first attempt runs or migrations are pending): an API
  * answers it with a 503 and `Retry-After` without a checkout of its own.
  *
@@ -16,7 +17,7 @@
 import { Classify, DatabaseMisconfigured, DatabaseUnavailable, DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
-import type { InvalidParameter } from "@resilience/jitter"
+import type { InvalidParameter } from "@resilience/parameters"
 import { Deferred, Duration, Effect, Metric, Ref, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Failures from "./Failures.ts"
@@ -63,11 +64,11 @@ export class SchemaMisconfigured extends Schema.TaggedError<SchemaMisconfigured>
 }) {}
 
 /**
- * A schema's readiness, as seen by one process.
+ * A schema's gate, as seen by one process.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export interface SchemaReadiness {
+export interface SchemaGate {
   readonly status: Effect.Effect<Status>
   /** Succeeds when the schema is ready; fails when the attempts stopped on a misconfiguration. */
   readonly await: Effect.Effect<void, SchemaMisconfigured>
@@ -77,6 +78,14 @@ export interface SchemaReadiness {
    */
   readonly ensure: Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfigured>
 }
+
+/**
+ * A schema's gate, as seen by one process.
+ *
+ * @deprecated since 0.2.0: use `SchemaGate` (the same interface under its new name)
+ * @since 0.1.0
+ */
+export type SchemaReadiness = SchemaGate
 
 /**
  * `schema_ready` (0 or 1): whether this process found its schema ready.
@@ -108,14 +117,14 @@ const notYet = (schema: string, detail: string) =>
 const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration) / 1000).toFixed(1)} s`
 
 /**
- * Starts making the schema ready in the background of the current scope and returns its readiness. Invalid
+ * Starts making the schema ready in the background of the current scope and returns its gate. Invalid
  * backoff options fail at once.
  *
  * @since 0.1.0
  */
 export const start = Effect.fnUntraced(function*(
   options: Options
-): Effect.fn.Return<SchemaReadiness, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
+): Effect.fn.Return<SchemaGate, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
   const { schema } = options
   const backoff = yield* PollBackoff.make(options.backoff)
   const status = yield* Ref.make<Status>({ _tag: "Starting" })
@@ -202,5 +211,5 @@ export const start = Effect.fnUntraced(function*(
         )
     }
   })
-  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies SchemaReadiness
+  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies SchemaGate
 })

@@ -9,9 +9,9 @@ import { Config, ConfigProvider, Effect, Schema } from "effect"
 import { dual } from "effect/Function"
 
 /**
- * A jitter or backoff parameter was outside its allowed range. Carries the parameter's name, the value
- * that was given and a human-readable description of the allowed range, so a configuration error can be
- * reported precisely (e.g. `ratio = 1.5 is not allowed: expected a number in [0, 1]`).
+ * A parameter (a jitter or backoff option, a setting, an environment variable) was outside its allowed range.
+ * Carries the parameter's name, the value that was given and a human-readable description of the allowed range,
+ * so a configuration error can be reported precisely (e.g. `ratio = 1.5 is not allowed: expected a number in [0, 1]`).
  *
  * @since 0.1.0
  */

@@ -9,8 +9,8 @@
  *
  * @since 0.1.0
  */
+import type { InvalidParameter } from "@resilience/parameters"
 import { Duration, Effect, Random, Schedule } from "effect"
-import type * as InvalidParameter from "./InvalidParameter.ts"
 import * as PollBackoff from "./PollBackoff.ts"
 import * as RetryJitter from "./RetryJitter.ts"
 

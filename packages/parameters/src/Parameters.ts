@@ -1,5 +1,5 @@
 /**
- * Validation of jitter and backoff parameters with `Schema`. Every check fails with an
+ * Validation of parameters (jitter and backoff options, settings) with `Schema`. Every check fails with an
  * {@link InvalidParameter.InvalidParameter} that names the parameter, the bad value and the allowed range.
  *
  * @since 0.1.0

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Random, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { RetryJitter, Schedules } from "../src/index.ts"
+import { JitterSchedules, RetryJitter } from "../src/index.ts"
 
 const ms = Duration.toMillis
 const NS = 1e-6 // a Duration has nanosecond resolution
@@ -21,11 +21,11 @@ const steps = <E>(schedule: Schedule.Schedule<Duration.Duration, unknown, E>, n:
     return { outputs, delays }
   })
 
-describe("Schedules.pollBackoff", () => {
+describe("JitterSchedules.pollBackoff", () => {
   it.effect("outputs the schedule 1, 2, 4, 8, 16, 30, 30 s and delays by the jittered interval", () =>
     Effect.gen(function*() {
       for (let run = 0; run < 200; run++) {
-        const { delays, outputs } = yield* steps(Schedules.pollBackoff(), 8)
+        const { delays, outputs } = yield* steps(JitterSchedules.pollBackoff(), 8)
         assert.deepStrictEqual(outputs, [1, 2, 4, 8, 16, 30, 30, 30].map((s) => s * 1000))
         delays.forEach((d, i) => {
           const c = outputs[i] ?? 0
@@ -39,7 +39,7 @@ describe("Schedules.pollBackoff", () => {
       const times: Array<number> = []
       const poll = Effect.flatMap(Clock.currentTimeMillis, (t) => Effect.sync(() => times.push(t)))
       const fiber = yield* Effect.forkChild(
-        poll.pipe(Effect.repeat(Schedules.pollBackoff({ ratio: 0 }).pipe(Schedule.upTo({ times: 6 }))))
+        poll.pipe(Effect.repeat(JitterSchedules.pollBackoff({ ratio: 0 }).pipe(Schedule.upTo({ times: 6 }))))
       )
       yield* TestClock.adjust("2 minutes")
       yield* Fiber.join(fiber)
@@ -48,7 +48,7 @@ describe("Schedules.pollBackoff", () => {
 
   it.effect("every repeat starts again at the base", () =>
     Effect.gen(function*() {
-      const schedule = Schedules.pollBackoff({ ratio: 0 })
+      const schedule = JitterSchedules.pollBackoff({ ratio: 0 })
       const first = yield* steps(schedule, 4)
       const second = yield* steps(schedule, 4)
       assert.deepStrictEqual(first.outputs, [1000, 2000, 4000, 8000])
@@ -65,7 +65,7 @@ describe("Brooker's jitters", () => {
     Effect.gen(function*() {
       const highs = Array.from({ length: 12 }, () => 0)
       for (let run = 0; run < 500; run++) {
-        const { delays } = yield* steps(Schedules.fullJitter(options), 12)
+        const { delays } = yield* steps(JitterSchedules.fullJitter(options), 12)
         delays.forEach((d, n) => {
           assert.isTrue(d >= 0 && d <= envelope(n) + NS, `retry ${n}: ${d}`)
           highs[n] = Math.max(highs[n] ?? 0, d / envelope(n))
@@ -77,7 +77,7 @@ describe("Brooker's jitters", () => {
   it.effect("equal jitter: retry n sleeps in [envelope/2, envelope]", () =>
     Effect.gen(function*() {
       for (let run = 0; run < 500; run++) {
-        const { delays } = yield* steps(Schedules.equalJitter(options), 12)
+        const { delays } = yield* steps(JitterSchedules.equalJitter(options), 12)
         delays.forEach((d, n) => assert.isTrue(d >= envelope(n) / 2 - NS && d <= envelope(n) + NS, `retry ${n}: ${d}`))
       }
     }).pipe(Random.withSeed("equal")))
@@ -86,7 +86,7 @@ describe("Brooker's jitters", () => {
     Effect.gen(function*() {
       let reachedCap = false
       for (let run = 0; run < 500; run++) {
-        const { delays } = yield* steps(Schedules.decorrelatedJitter(options), 20)
+        const { delays } = yield* steps(JitterSchedules.decorrelatedJitter(options), 20)
         let previous = 100
         for (const d of delays) {
           assert.isTrue(d >= 100 - NS && d <= Math.min(10_000, 3 * previous) + NS, `sleep ${d} after ${previous}`)
@@ -105,7 +105,7 @@ describe("Brooker's jitters", () => {
         return Effect.fail(`attempt ${attempts}` as const)
       })
       const fiber = yield* Effect.forkChild(
-        Effect.flip(failing.pipe(Effect.retry(Schedules.fullJitter(options).pipe(Schedule.upTo({ times: 3 })))))
+        Effect.flip(failing.pipe(Effect.retry(JitterSchedules.fullJitter(options).pipe(Schedule.upTo({ times: 3 })))))
       )
       yield* TestClock.adjust("1 minute")
       const error = yield* Fiber.join(fiber)
@@ -116,10 +116,10 @@ describe("Brooker's jitters", () => {
   it.effect("same seed, same delays", () =>
     Effect.gen(function*() {
       const run = Effect.all([
-        steps(Schedules.fullJitter(options), 10),
-        steps(Schedules.equalJitter(options), 10),
-        steps(Schedules.decorrelatedJitter(options), 10),
-        steps(Schedules.pollBackoff(), 10)
+        steps(JitterSchedules.fullJitter(options), 10),
+        steps(JitterSchedules.equalJitter(options), 10),
+        steps(JitterSchedules.decorrelatedJitter(options), 10),
+        steps(JitterSchedules.pollBackoff(), 10)
       ])
       assert.deepStrictEqual(yield* run.pipe(Random.withSeed(1)), yield* run.pipe(Random.withSeed(1)))
       assert.notDeepEqual(yield* run.pipe(Random.withSeed(1)), yield* run.pipe(Random.withSeed(2)))

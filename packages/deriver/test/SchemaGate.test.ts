@@ -6,8 +6,8 @@ import { TestClock } from "effect/testing"
 import { randomBytes } from "node:crypto"
 import * as Migrator from "../src/Migrator.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
+import * as SchemaGate from "../src/SchemaGate.ts"
 import * as SchemaName from "../src/SchemaName.ts"
-import * as SchemaReadiness from "../src/SchemaReadiness.ts"
 import { Database } from "./support.ts"
 
 const components = [QueueSchema.component]
@@ -23,22 +23,22 @@ const unreachable = Layer.unwrap(Effect.map(ClosedPort.find, (closed) =>
     driver: "pg"
   })))
 
-describe("SchemaReadiness", () => {
+describe("SchemaGate", () => {
   it.effect(
     "unreachable: not ready, fails fast with the database's reason, checks again only after a jittered sleep",
     () =>
       Effect.gen(function*() {
         const messages: Array<string> = []
-        const readiness = yield* SchemaReadiness.start({ schema: newSchema(), components, migrate: true }).pipe(
+        const gate = yield* SchemaGate.start({ schema: newSchema(), components, migrate: true }).pipe(
           Effect.provide(Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))]))
         )
         // the first check runs at once (real I/O); wait until it has failed
-        while ((yield* readiness.status)._tag === "Starting") {
+        while ((yield* gate.status)._tag === "Starting") {
           yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
         }
-        const status = yield* readiness.status
+        const status = yield* gate.status
         assert.strictEqual(status._tag, "Waiting")
-        const error = yield* Effect.flip(readiness.ensure)
+        const error = yield* Effect.flip(gate.ensure)
         assert.strictEqual(error._tag, "DatabaseUnavailable")
         assert.strictEqual(error._tag === "DatabaseUnavailable" ? error.reason : "", "Unreachable")
         assert.match(messages.join("\n"), /database unavailable \(Unreachable\); retrying in \d+\.\d s/)
@@ -58,16 +58,16 @@ describe("SchemaReadiness", () => {
           const schema = newSchema()
           const messages: Array<string> = []
           const capture = Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))])
-          const waiting = yield* SchemaReadiness.start({ schema, components, migrate: false }).pipe(
+          const waiting = yield* SchemaGate.start({ schema, components, migrate: false }).pipe(
             Effect.provide(capture)
           )
           const pending = yield* Migrator.pending(schema, components)
           assert.strictEqual(pending, QueueSchema.component.migrations.length)
           const migrating = yield* Effect.all(
-            Array.from({ length: 4 }, () => SchemaReadiness.start({ schema, components, migrate: true })),
+            Array.from({ length: 4 }, () => SchemaGate.start({ schema, components, migrate: true })),
             { concurrency: "unbounded" }
           ).pipe(Effect.provide(capture), Effect.provideService(References.MinimumLogLevel, "Info"))
-          yield* Effect.all(migrating.map((readiness) => readiness.await), { concurrency: "unbounded" })
+          yield* Effect.all(migrating.map((gate) => gate.await), { concurrency: "unbounded" })
           assert.strictEqual(messages.filter((message) => message === "migrations applied").length, 1)
           assert.strictEqual(yield* Migrator.pending(schema, components), 0)
           // the waiting instance sees it on its next check (after its jittered sleep)
@@ -85,7 +85,7 @@ describe("SchemaReadiness", () => {
         const database = yield* TestDatabase
         const url = new URL(database.url)
         url.password = "wrong-password"
-        const readiness = yield* SchemaReadiness.start({ schema: newSchema(), components, migrate: true }).pipe(
+        const gate = yield* SchemaGate.start({ schema: newSchema(), components, migrate: true }).pipe(
           Effect.provide(DbSession.layer({
             url: url.toString(),
             connectTimeout: "2 seconds",
@@ -94,10 +94,10 @@ describe("SchemaReadiness", () => {
             driver: "pg"
           }))
         )
-        const error = yield* Effect.flip(readiness.await)
+        const error = yield* Effect.flip(gate.await)
         assert.strictEqual(error._tag, "SchemaMisconfigured")
         assert.include(error.message, "password authentication failed")
-        assert.strictEqual((yield* readiness.status)._tag, "Misconfigured")
+        assert.strictEqual((yield* gate.status)._tag, "Misconfigured")
       }), { timeout: 60_000 })
   })
 })
