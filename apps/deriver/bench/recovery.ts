@@ -9,9 +9,9 @@
  * the bench measures the time from the release to the first item processed and to all 200, the connection
  * attempts during the saturation, and the items errored. Saturation 0 is the reference: the same backlog
  * posted to an idle deriver, whose drain (all − first) is the drain at handler speed on this machine. Every run
- * has its own server; `BENCH_CONCURRENCY` (6) run at once, the longest outages first.
+ * has its own server; `BENCH_CONCURRENCY` (2: more loads a 2-core machine enough to skew the figures) run at once, the longest outages first.
  *
- *   npm run bench:recovery                                   # 0, 30, 120 and 300 s (about 10 minutes)
+ *   npm run bench:recovery                                   # 0, 30, 120 and 300 s (about 35 minutes)
  *   BENCH_SATURATIONS=30 npm run bench:recovery -w @resilience/deriver-app
  *   BENCH_POOLS=null BENCH_OVERLOAD=true npm run bench:recovery -w @resilience/deriver-app
  */
@@ -32,7 +32,7 @@ const overloads = list("BENCH_OVERLOAD", "true,false").map((value) => value === 
 const units = Number(process.env.BENCH_UNITS ?? 200)
 const workers = Number(process.env.BENCH_WORKERS ?? 8)
 /** Runs at once (each a server and a deriver process). */
-const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 6)
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 2)
 /** How long after the release the bench waits for the backlog before it gives up on a run. */
 const drainLimitSeconds = 300
 const capSeconds = 30
