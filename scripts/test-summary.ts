@@ -6,7 +6,7 @@
  * carries the time of the run that made it.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 
 interface VitestReport {
   readonly numPassedTests: number
@@ -40,7 +40,7 @@ for (const workspace of workspaces) {
   const end = Math.max(report.startTime, ...report.testResults.map((result) => result.endTime))
   times.push({ name, seconds: (end - report.startTime) / 1000, tests: report.numPassedTests + report.numFailedTests })
   for (const result of report.testResults) {
-    files.push({ name: result.name.slice(root.length + 1), seconds: (result.endTime - result.startTime) / 1000 })
+    files.push({ name: relative(root, result.name), seconds: (result.endTime - result.startTime) / 1000 })
   }
   passed += report.numPassedTests
   failed += report.numFailedTests
