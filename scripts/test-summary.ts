@@ -1,16 +1,20 @@
 /**
  * Sums every package's Vitest JSON report (test-results/vitest.json) into the closing line CI reads:
- * `N passed, N failed` (and `, N skipped` when some were). Exits non-zero when a package that has tests
- * wrote no report, so a suite that crashed before reporting is never counted as green.
+ * `N passed, N failed` (and `, N skipped` when some were), after each package's wall time (from its start to
+ * its last file's end) and the slowest files. Exits non-zero when a package that has tests wrote no report,
+ * so a suite that crashed before reporting is never counted as green. A report Turbo restored from its cache
+ * carries the time of the run that made it.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { join, relative } from "node:path"
 
 interface VitestReport {
   readonly numPassedTests: number
   readonly numFailedTests: number
   readonly numPendingTests: number
   readonly numTodoTests: number
+  readonly startTime: number
+  readonly testResults: ReadonlyArray<{ readonly name: string; readonly startTime: number; readonly endTime: number }>
 }
 
 const root = join(import.meta.dirname, "..")
@@ -22,6 +26,8 @@ let passed = 0
 let failed = 0
 let skipped = 0
 const missing: Array<string> = []
+const times: Array<{ readonly name: string; readonly seconds: number; readonly tests: number }> = []
+const files: Array<{ readonly name: string; readonly seconds: number }> = []
 for (const workspace of workspaces) {
   if (!existsSync(join(workspace, "test"))) continue
   const file = join(workspace, "test-results", "vitest.json")
@@ -30,11 +36,26 @@ for (const workspace of workspaces) {
     continue
   }
   const report = JSON.parse(readFileSync(file, "utf8")) as VitestReport
+  const name = workspace.slice(root.length + 1)
+  const end = Math.max(report.startTime, ...report.testResults.map((result) => result.endTime))
+  times.push({ name, seconds: (end - report.startTime) / 1000, tests: report.numPassedTests + report.numFailedTests })
+  for (const result of report.testResults) {
+    files.push({ name: relative(root, result.name), seconds: (result.endTime - result.startTime) / 1000 })
+  }
   passed += report.numPassedTests
   failed += report.numFailedTests
   skipped += report.numPendingTests + report.numTodoTests
 }
 
+const row = (seconds: number, label: string) => `${seconds.toFixed(1).padStart(7)} s  ${label}`
+console.log("wall time per package (slowest first):")
+for (const { name, seconds, tests } of times.toSorted((a, b) => b.seconds - a.seconds)) {
+  console.log(row(seconds, `${name} (${tests} tests)`))
+}
+console.log("slowest files:")
+for (const { name, seconds } of files.toSorted((a, b) => b.seconds - a.seconds).slice(0, 8)) {
+  console.log(row(seconds, name))
+}
 if (missing.length > 0) console.log(`no Vitest report from: ${missing.join(", ")}`)
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ""}`)
 process.exit(missing.length > 0 || failed > 0 ? 1 : 0)

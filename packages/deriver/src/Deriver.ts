@@ -61,8 +61,6 @@ interface Context<R> {
   readonly owner: string
   readonly handlers: Handlers.Handlers<R>
   readonly config: DeriverConfig.DeriverConfig
-  /** Workers back off a failing database with the poll schedule's own settings (jittered, capped). */
-  readonly workerBackoff: PollBackoff.Settings
   /** Database conditions, logged once per change of state (shared by the poll and the workers). */
   readonly conditions: ConditionLog.ConditionLog
   /** One back-off state for every checkout of this deriver (poll, workers, heartbeats, handlers, shutdown). */
@@ -210,9 +208,9 @@ const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>
 /** Sleeps the jittered back-off of `state` and returns the next state. */
 const sleepAfterFailure = <R>(ctx: Context<R>, state: PollBackoff.State) =>
   Effect.gen(function*() {
-    const u = ctx.workerBackoff.ratio === 0 ? 0 : yield* Random.next
-    yield* Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, ctx.workerBackoff, u)))
-    return PollBackoff.step(state, ctx.workerBackoff)
+    const u = ctx.config.workerBackoff.ratio === 0 ? 0 : yield* Random.next
+    yield* Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, ctx.config.workerBackoff, u)))
+    return PollBackoff.step(state, ctx.config.workerBackoff)
   })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -298,7 +296,7 @@ const handleBatch = <R>(ctx: Context<R>, claim: Queue.Claim, batch: ReadonlyArra
       )
     })
     // The claim's heartbeat runs for the whole unit (see processUnit), not per handler.
-    const whileRunning = Effect.sleep(Duration.millis(ctx.config.backoff.baseMillis)).pipe(
+    const whileRunning = Effect.sleep(Duration.millis(ctx.config.recordFlushMillis)).pipe(
       Effect.andThen(Effect.uninterruptible(flushPending)),
       Effect.andThen(Effect.never)
     )
@@ -371,7 +369,7 @@ type Drained =
 const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
   Effect.gen(function*() {
     const unit = claim.workUnitKey
-    let failures = PollBackoff.initial(ctx.workerBackoff)
+    let failures = PollBackoff.initial(ctx.config.workerBackoff)
     while (true) {
       const prefetched = ctx.prefetched.get(claim.id)
       ctx.prefetched.delete(claim.id)
@@ -401,7 +399,7 @@ const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
         failures = yield* sleepAfterFailure(ctx, failures)
         continue
       }
-      failures = PollBackoff.initial(ctx.workerBackoff)
+      failures = PollBackoff.initial(ctx.config.workerBackoff)
       if (release) {
         return { _tag: "Released" } as Drained
       }
@@ -505,11 +503,10 @@ const fixedCap = (exit: Exit.Exit<unknown, unknown>): Outcome.Outcome =>
 export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbSession | R | Scope.Scope> =>
   Effect.gen(function*() {
     const { config, handlers, schema } = options
-    const workerBackoff: PollBackoff.Settings = { ...config.backoff, enabled: true }
     const session = yield* DbSession
     const gate = yield* CheckoutGate.make({
       maxLimit: config.workers + 1,
-      backoff: workerBackoff,
+      backoff: config.gateBackoff,
       // without overload handling the limit never moves (a fixed cap of workers + 1 checkouts); the circuit on
       // connection attempts stays on, so attempts during an outage follow one schedule per process either way
       classify: config.overloadEnabled ? undefined : fixedCap
@@ -520,7 +517,6 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       handlers,
       config,
       owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
-      workerBackoff,
       conditions: yield* ConditionLog.make(schema),
       gate,
       handlerSession: CheckoutGate.session(gate, session),

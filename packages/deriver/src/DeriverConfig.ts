@@ -18,8 +18,25 @@ import type * as Scheduling from "./Scheduling.ts"
 export interface DeriverConfig {
   /** Concurrent work units (`DERIVER_WORKERS`). */
   readonly workers: number
-  /** The poll backoff: base, multiplier, max, enabled, jitter ratio. */
+  /**
+   * The poll backoff: base, multiplier, max, enabled, jitter ratio. Its base is also the sleep while every
+   * worker is busy (the spec's base-interval sleep; a freed worker ends it early).
+   */
   readonly backoff: PollBackoff.Settings
+  /**
+   * How a worker backs off a database that fails its checkouts (jittered, ×multiplier, capped; always on,
+   * whatever the poll's `enabled`). Derived: {@link derived}.
+   */
+  readonly workerBackoff: PollBackoff.Settings
+  /**
+   * The checkout gate's limit holds and circuit windows (`CheckoutGate.policy`). Derived: {@link derived}.
+   */
+  readonly gateBackoff: PollBackoff.Settings
+  /**
+   * While a slow handler runs, the items its unit finished before it are recorded after this long (so a
+   * stop loses no finished work). Derived: {@link derived}.
+   */
+  readonly recordFlushMillis: number
   /** Where the schedule starts after the startup delay (`DERIVER_POLLING_INITIAL_INTERVAL`). */
   readonly initialInterval: Scheduling.InitialInterval
   /** Upper bound of the startup delay (`DERIVER_POLLING_STARTUP_JITTER_SECONDS`; 0 disables it). */
@@ -122,6 +139,28 @@ export const defaults = {
 } as const
 
 /**
+ * The settings derived from the poll schedule, in this one place (issue #22: each setting means one thing).
+ * Today's values, all taken from the poll backoff because each is a back-off against the same database on the
+ * same spec schedule:
+ * - `workerBackoff`: the poll backoff, always enabled (a worker must not hot-loop a refusing database even
+ *   when `DERIVER_POLLING_BACKOFF_ENABLED=false` keeps the poll at its base);
+ * - `gateBackoff`: the same, for the checkout gate's holds and circuit windows (so the process's attempts
+ *   during an outage follow the spec's 1 → 2 → … → cap schedule);
+ * - `recordFlushMillis`: the base interval.
+ * They are fields of {@link DeriverConfig}, not environment variables: a library user who needs other values
+ * replaces them in the validated settings (`{ ...config, recordFlushMillis: 500 }`).
+ *
+ * @since 0.2.0
+ */
+export const derived = (
+  backoff: PollBackoff.Settings
+): Pick<DeriverConfig, "workerBackoff" | "gateBackoff" | "recordFlushMillis"> => ({
+  workerBackoff: { ...backoff, enabled: true },
+  gateBackoff: { ...backoff, enabled: true },
+  recordFlushMillis: backoff.baseMillis
+})
+
+/**
  * A setting outside its allowed range, named as the caller names it (its environment variable, or its field).
  *
  * @since 0.1.0
@@ -210,6 +249,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
     return {
       workers,
       backoff,
+      ...derived(backoff),
       initialInterval,
       startupJitterMillis,
       staleTimeoutMillis,

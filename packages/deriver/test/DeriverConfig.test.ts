@@ -20,6 +20,9 @@ describe("DeriverConfig", () => {
       assert.deepStrictEqual(config, {
         workers: 1,
         backoff: { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 },
+        workerBackoff: { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 },
+        gateBackoff: { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 },
+        recordFlushMillis: 1000,
         initialInterval: "base",
         startupJitterMillis: 30_000,
         staleTimeoutMillis: 300_000,
@@ -42,6 +45,8 @@ describe("DeriverConfig", () => {
       assert.strictEqual(value.startupJitterMillis, 10_000)
       assert.strictEqual(value.initialInterval, "max")
       assert.isFalse(value.backoff.enabled)
+      assert.isTrue(value.workerBackoff.enabled, "workers back off whatever the poll does")
+      assert.isTrue(value.gateBackoff.enabled)
       assert.isFalse(value.overloadEnabled)
       // The floor's recovery time defaults to the idle cap.
       assert.strictEqual(value.overload.recoveryMillis, 10_000)

@@ -28,7 +28,7 @@ export interface Options {
 }
 
 /** A running child; `exited` completes (with ChildExited) if it stops before it is asked to. Whether it is ready
- * is for its readiness endpoint to say (see Readiness.ts). */
+ * is for its readiness endpoint to say (see AwaitReady.ts). */
 export interface Child {
   readonly name: string
   readonly process: ChildProcess

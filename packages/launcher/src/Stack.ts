@@ -8,7 +8,7 @@ import { Deferred, Effect, Option } from "effect"
 import { join } from "node:path"
 import * as Child from "./Child.ts"
 import * as EmbeddedServer from "./EmbeddedServer.ts"
-import * as Readiness from "./Readiness.ts"
+import * as AwaitReady from "./AwaitReady.ts"
 
 /** The repository root, where the apps' entry points live. */
 export const repositoryRoot = join(import.meta.dirname, "..", "..", "..")
@@ -60,8 +60,8 @@ export const start = Effect.fnUntraced(function*(options: Options) {
   const apiUrl = `http://127.0.0.1:${options.apiPort}`
   const deriverUrl = `http://127.0.0.1:${options.deriverMetricsPort}`
   yield* Effect.log(`api pid ${api.process.pid}, deriver pid ${deriver.process.pid}`)
-  yield* Readiness.wait({ child: api, check: yield* Readiness.api(apiUrl) })
-  yield* Readiness.wait({ child: deriver, check: yield* Readiness.deriver(deriverUrl) })
+  yield* AwaitReady.wait({ child: api, check: yield* AwaitReady.api(apiUrl) })
+  yield* AwaitReady.wait({ child: deriver, check: yield* AwaitReady.deriver(deriverUrl) })
   return {
     databaseUrl,
     embedded: Option.isNone(options.databaseUrl),
