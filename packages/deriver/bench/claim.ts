@@ -11,6 +11,9 @@
  * BENCH_ROWS overrides the number of processed rows (default 1,000,000), BENCH_ITEMS the items per throughput
  * run (default 1,000), BENCH_RUN_SECONDS the time bound of one run (default 15; a run that does not finish
  * reports the items recorded in that time), BENCH_LATENCY_ROUNDS the busy-latency rounds (default 10).
+ * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency), BENCH_LABELS (defaults, tuned),
+ * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (0: units claimed
+ * ahead of a free worker; other values are labelled in the table).
  */
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
@@ -118,8 +121,20 @@ const claimBenchmark = (url: string) =>
     return { plan, seqPlan, withIndex, withoutIndex, usesIndex: plan.includes("queue_unprocessed_idx") }
   })
 
+const list = (name: string, fallback: string) =>
+  (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
+/** What to run: `claim` (the query on a large history), `throughput`, `latency` (default: all three). */
+const parts = new Set(list("BENCH_PARTS", "claim,throughput,latency"))
+const labels = list("BENCH_LABELS", "defaults,tuned") as ReadonlyArray<"defaults" | "tuned">
+const unitSizes = list("BENCH_UNIT_SIZES", "10,1").map(Number)
+const pools = list("BENCH_POOLS", "queue,null") as ReadonlyArray<"null" | "queue">
+const workerCounts = list("BENCH_WORKERS", "1,8").map(Number)
+/** Units claimed ahead of a free worker (`DeriverConfig.prefetch`): the default's value, then others, labelled. */
+const prefetches = list("BENCH_PREFETCH", "0").map(Number)
+
 /** A throughput run: its settings and the figure measured. */
 interface Run {
+  readonly prefetch: number
   readonly label: "defaults" | "tuned"
   readonly poolClass: "null" | "queue"
   readonly workers: number
@@ -138,7 +153,13 @@ const tunedInterval: DeriverConfig.Input = {
 }
 
 let runs = 0
-const throughput = (label: Run["label"], poolClass: Run["poolClass"], workers: number, unitSize: number) =>
+const throughput = (
+  label: Run["label"],
+  poolClass: Run["poolClass"],
+  workers: number,
+  unitSize: number,
+  prefetch: number
+) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe(`bench_tp_${runs++}`)
     const db = yield* DbSession
@@ -155,9 +176,12 @@ const throughput = (label: Run["label"], poolClass: Run["poolClass"], workers: n
         )
       )
     )
-    const config = yield* Effect.orDie(
-      DeriverConfig.make({ workers, ...(label === "defaults" ? productionDefaults : tunedInterval) })
-    )
+    const config = {
+      ...(yield* Effect.orDie(
+        DeriverConfig.make({ workers, ...(label === "defaults" ? productionDefaults : tunedInterval) })
+      )),
+      prefetch
+    }
     let handled = 0
     const scope = yield* Scope.make()
     const started = now()
@@ -183,7 +207,7 @@ const throughput = (label: Run["label"], poolClass: Run["poolClass"], workers: n
     const seconds = (now() - started) / 1000
     yield* Scope.close(scope, Exit.void)
     yield* db.query(`DROP SCHEMA ${SchemaName.quote(schema)} CASCADE`)
-    return { label, poolClass, workers, unitSize, items: recorded, seconds } satisfies Run
+    return { prefetch, label, poolClass, workers, unitSize, items: recorded, seconds } satisfies Run
   })
 
 /**
@@ -246,55 +270,67 @@ const program = Effect.gen(function*() {
     url = (yield* Scope.provide(Cluster.start({ maxConnections: 100 }), scope)).url
   }
   const dbUrl = url
-  yield* log(`claim query: ${processedRows.toLocaleString("en")} processed rows + ${pendingRows} pending, one tenant`)
-  const claim = yield* claimBenchmark(dbUrl).pipe(Effect.provide(session(dbUrl, "queue")))
-  yield* log("\nclaim plan (partial index):\n" + claim.plan.split("\n").map((l) => "  " + l).join("\n"))
-  yield* log(
-    "\nclaim plan without the partial index (dropped in a rolled-back transaction):\n" +
-      claim.seqPlan.split("\n").slice(0, 12).map((l) => "  " + l).join("\n")
-  )
+  const claim = parts.has("claim")
+    ? yield* claimBenchmark(dbUrl).pipe(Effect.provide(session(dbUrl, "queue")))
+    : undefined
+  if (claim !== undefined) {
+    yield* log(`claim query: ${processedRows.toLocaleString("en")} processed rows + ${pendingRows} pending, one tenant`)
+    yield* log("\nclaim plan (partial index):\n" + claim.plan.split("\n").map((l) => "  " + l).join("\n"))
+    yield* log(
+      "\nclaim plan without the partial index (dropped in a rolled-back transaction):\n" +
+        claim.seqPlan.split("\n").slice(0, 12).map((l) => "  " + l).join("\n")
+    )
+  }
 
   const results: Array<Run> = []
-  for (const label of ["defaults", "tuned"] as const) {
-    for (const unitSize of [10, 1]) {
-      for (const poolClass of ["queue", "null"] as const) {
-        for (const workers of [1, 8]) {
-          yield* log(
-            `throughput (${label}): ${throughputItems} no-op items in units of ${unitSize}, WORKERS=${workers}, ` +
-              `DB_POOL_CLASS=${poolClass}…`
-          )
-          const run = yield* throughput(label, poolClass, workers, unitSize).pipe(
-            Effect.provide(session(dbUrl, poolClass))
-          )
-          yield* log(`  ${(run.items / run.seconds).toFixed(0)} items/s`)
-          results.push(run)
+  if (parts.has("throughput")) {
+    for (const prefetch of prefetches) {
+      for (const label of labels) {
+        for (const unitSize of unitSizes) {
+          for (const poolClass of pools) {
+            for (const workers of workerCounts) {
+              yield* log(
+                `throughput (${label}, prefetch ${prefetch}): ${throughputItems} no-op items in units of ${unitSize}, ` +
+                  `WORKERS=${workers}, DB_POOL_CLASS=${poolClass}…`
+              )
+              const run = yield* throughput(label, poolClass, workers, unitSize, prefetch).pipe(
+                Effect.provide(session(dbUrl, poolClass))
+              )
+              yield* log(`  ${(run.items / run.seconds).toFixed(0)} items/s`)
+              results.push(run)
+            }
+          }
         }
       }
     }
   }
   const latencies: Array<Effect.Success<ReturnType<typeof busyLatency>>> = []
-  for (const poolClass of ["queue", "null"] as const) {
-    yield* log(`latency of a unit arriving while all 8 workers are busy (defaults, DB_POOL_CLASS=${poolClass})…`)
-    latencies.push(yield* busyLatency(poolClass, latencyRounds).pipe(Effect.provide(session(dbUrl, poolClass))))
+  if (parts.has("latency")) {
+    for (const poolClass of pools) {
+      yield* log(`latency of a unit arriving while all 8 workers are busy (defaults, DB_POOL_CLASS=${poolClass})…`)
+      latencies.push(yield* busyLatency(poolClass, latencyRounds).pipe(Effect.provide(session(dbUrl, poolClass))))
+    }
   }
   const fmt = (ms: number) => `${ms.toFixed(3)} ms`
-  yield* log("\n| measurement | value |\n|---|---|")
-  yield* log(`| claim uses queue_unprocessed_idx | ${claim.usesIndex ? "yes" : "NO"} |`)
-  yield* log(`| claim execution time, partial index (median of 20) | ${fmt(median(claim.withIndex))} |`)
-  yield* log(`| claim execution time, partial index (p95 of 20) | ${fmt(percentile(claim.withIndex, 0.95))} |`)
-  yield* log(`| claim execution time without the index (median of 5) | ${fmt(median(claim.withoutIndex))} |`)
+  if (claim !== undefined) {
+    yield* log("\n| measurement | value |\n|---|---|")
+    yield* log(`| claim uses queue_unprocessed_idx | ${claim.usesIndex ? "yes" : "NO"} |`)
+    yield* log(`| claim execution time, partial index (median of 20) | ${fmt(median(claim.withIndex))} |`)
+    yield* log(`| claim execution time, partial index (p95 of 20) | ${fmt(percentile(claim.withIndex, 0.95))} |`)
+    yield* log(`| claim execution time without the index (median of 5) | ${fmt(median(claim.withoutIndex))} |`)
+  }
   yield* log(
     "\nno-op throughput (defaults = production defaults: base 1 s, max 30 s, jitter 0.5, batch 20, startup" +
-      " jitter off; tuned = base 0.01 s, max 0.1 s)\n"
+      " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed ahead of a free worker, 0 = the default)\n"
   )
   yield* log(
-    "| settings | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |\n" +
-      "|---|---|---|---|---|---|---|---|"
+    "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |\n" +
+      "|---|---|---|---|---|---|---|---|---|"
   )
   for (const run of results) {
     const rate = run.items / run.seconds
     yield* log(
-      `| ${run.label} | ${run.poolClass} | ${run.workers} | ${run.unitSize} | ${run.items} | ${
+      `| ${run.label} | ${run.prefetch} | ${run.poolClass} | ${run.workers} | ${run.unitSize} | ${run.items} | ${
         run.seconds.toFixed(2)
       } | ${rate.toFixed(0)} | ${(rate / run.unitSize).toFixed(0)} |`
     )

@@ -533,6 +533,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       },
       {
         workers: config.workers,
+        prefetch: config.prefetch,
         backoff: config.backoff,
         initialInterval: config.initialInterval,
         startupJitterMillis: config.startupJitterMillis,

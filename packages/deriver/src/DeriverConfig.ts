@@ -50,6 +50,11 @@ export interface DeriverConfig {
   /** Items fetched per round trip while draining a unit (`DERIVER_BATCH_SIZE`). */
   readonly batchSize: number
   /**
+   * Units claimed ahead of a free worker (`PollLoop` `prefetch`): a worker that finishes takes the next one at
+   * once, without a poll in between. Default 0 (claim only for free workers).
+   */
+  readonly prefetch: number
+  /**
    * Overload-aware polling (`DERIVER_OVERLOAD_*`; the multiplier is the backoff's). Without an overload
    * signal it changes nothing.
    */
@@ -256,6 +261,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
+      prefetch: 0,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,

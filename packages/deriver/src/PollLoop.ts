@@ -49,6 +49,11 @@ export interface Source<R> {
  */
 export interface Options {
   readonly workers: number
+  /**
+   * Units claimed ahead of a free worker (default 0): each waits, owned, until a worker finishes its unit and
+   * takes it at once, without a poll in between, while the poller claims the next one.
+   */
+  readonly prefetch?: number | undefined
   readonly backoff: PollBackoff.Settings
   /** Where the schedule starts after the startup delay (default `base`). */
   readonly initialInterval?: Scheduling.InitialInterval | undefined
@@ -91,7 +96,7 @@ export type Event =
  * @since 0.1.0
  */
 export interface PollLoop {
-  /** The units being worked on right now. */
+  /** The units this loop holds right now: being worked on, or claimed ahead and waiting for a worker. */
   readonly held: Effect.Effect<ReadonlyArray<string>>
   /**
    * Graceful shutdown: stop claiming at once (sleeps are interrupted), let in-flight units finish within the
@@ -122,7 +127,12 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     const settings = options.backoff
     const observe = options.observer ?? (() => Effect.void)
     const semaphore = yield* Semaphore.make(options.workers)
+    const prefetch = options.prefetch ?? 0
     const held = new Set<string>()
+    /** Units claimed ahead (with `prefetch`), in claim order, for the next worker that finishes. */
+    const ready: Array<string> = []
+    /** Workers running a unit now (each holds a permit of `semaphore`). */
+    let running = 0
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()
@@ -140,12 +150,27 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
 
     const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
 
-    const runUnit = (unit: string) =>
-      source.process(unit).pipe(
+    /**
+     * A worker: its unit, then each unit claimed ahead while there is one (no poll in between); then its permit
+     * goes back. Every finished unit wakes the poller, which claims ahead again or polls for the free worker.
+     */
+    const runUnit = (first: string): Effect.Effect<void, never, R> =>
+      Effect.gen(function*() {
+        let unit: string | undefined = first
+        while (unit !== undefined) {
+          const current: string = unit
+          yield* source.process(current).pipe(Effect.ensuring(Effect.sync(() => held.delete(current))))
+          unit = stopping ? undefined : ready.shift()
+          if (unit !== undefined) {
+            yield* Deferred.succeed(workerFreed, undefined)
+            yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
+          }
+        }
+      }).pipe(
         Effect.onError(reportDeath("worker")),
         Effect.ensuring(
           Effect.suspend(() => {
-            held.delete(unit)
+            running -= 1
             return semaphore.release(1).pipe(
               Effect.andThen(Deferred.succeed(workerFreed, undefined)),
               Effect.andThen(Metric.update(DeriverMetrics.unitsInFlight, held.size))
@@ -171,9 +196,14 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
           Effect.flatMap((units) =>
             Effect.gen(function*() {
               for (const unit of units) {
-                yield* semaphore.take(1)
                 held.add(unit)
-                yield* FiberSet.run(workers, runUnit(unit))
+                if (running < options.workers) {
+                  yield* semaphore.take(1)
+                  running += 1
+                  yield* FiberSet.run(workers, runUnit(unit))
+                } else {
+                  ready.push(unit)
+                }
               }
               if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
               yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
@@ -186,7 +216,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
 
     /** One look at the workers and the database: poll if anything can start, else `busy` (or a skipped poll). */
     const pollOnce = Effect.fnUntraced(function*(cleanup: boolean) {
-      const free = options.workers - held.size
+      const free = options.workers + prefetch - held.size
       const capacity = source.capacity === undefined ? free : yield* source.capacity(held.size)
       if (capacity === "blocked") return { outcome: "error" as const, claimed: [], result: "unavailable" as const }
       const room = Math.min(free, capacity)

@@ -29,6 +29,7 @@ describe("DeriverConfig", () => {
         cleanupIntervalMillis: 60_000,
         shutdownGraceMillis: 10_000,
         batchSize: 20,
+        prefetch: 0,
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
         overloadEnabled: true,
         historyRetentionMillis: 168 * 3_600_000,

@@ -312,3 +312,64 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
       ))
     }))
 })
+
+describe("PollLoop prefetch", () => {
+  /** One worker, `prefetch` units claimed ahead; each unit takes 100 ms; the poll hands out up to `limit` units. */
+  const prefetchLoop = (prefetch: number) =>
+    Effect.gen(function*() {
+      const limits: Array<number> = []
+      const starts: Array<readonly [string, number]> = []
+      let next = 0
+      const loop = yield* PollLoop.start({
+        poll: (limit) =>
+          Effect.sync(() => {
+            limits.push(limit)
+            return Array.from({ length: Math.min(limit, 4 - next) }, () => `u${next++}`)
+          }),
+        process: (unit) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            starts.push([unit, now])
+            return Effect.sleep("100 millis")
+          }),
+        releaseAll: Effect.void
+      }, {
+        workers: 1,
+        prefetch,
+        backoff: settings(0),
+        startupJitterMillis: 0,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 1000
+      })
+      return { loop, limits, starts }
+    })
+
+  it.effect("a worker that finishes takes the unit claimed ahead at once; the poller claims the next meanwhile", () =>
+    Effect.gen(function*() {
+      const { limits, loop, starts } = yield* prefetchLoop(1)
+      for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(starts, [["u0", 0], ["u1", 100], ["u2", 200], ["u3", 300]], "back to back")
+      assert.strictEqual(limits[0], 2, "the first poll claims for the free worker and one ahead")
+      assert.isAtMost(Math.max(...limits), 2, "never more than workers + prefetch")
+      yield* loop.shutdown
+    }))
+
+  it.effect("without prefetch the poll claims only for free workers", () =>
+    Effect.gen(function*() {
+      const { limits, loop, starts } = yield* prefetchLoop(0)
+      for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(starts.map(([unit]) => unit), ["u0", "u1", "u2", "u3"])
+      assert.deepStrictEqual([...new Set(limits)], [1])
+      yield* loop.shutdown
+    }))
+
+  it.effect("a shutdown starts no unit claimed ahead; it stays held for the release", () =>
+    Effect.gen(function*() {
+      const { loop, starts } = yield* prefetchLoop(1)
+      yield* TestClock.adjust("50 millis")
+      assert.deepStrictEqual(yield* loop.held, ["u0", "u1"], "one running, one claimed ahead")
+      const stopping = yield* Effect.forkChild(loop.shutdown)
+      yield* TestClock.adjust("100 millis")
+      yield* Fiber.join(stopping)
+      assert.deepStrictEqual(starts.map(([unit]) => unit), ["u0"], "u1 was not started")
+    }))
+})
