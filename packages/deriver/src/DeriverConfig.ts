@@ -51,7 +51,7 @@ export interface DeriverConfig {
   readonly batchSize: number
   /**
    * Units claimed ahead of a free worker (`PollLoop` `prefetch`): a worker that finishes takes the next one at
-   * once, without a poll in between. Default 0 (claim only for free workers).
+   * once, without a poll in between (`DERIVER_PREFETCH`; default 0: claim only for free workers).
    */
   readonly prefetch: number
   /**
@@ -98,6 +98,7 @@ export interface Input {
   readonly staleWorkUnitCleanupIntervalSeconds?: number | undefined
   readonly shutdownGraceSeconds?: number | undefined
   readonly batchSize?: number | undefined
+  readonly prefetch?: number | undefined
   readonly overloadSlowPollSeconds?: number | undefined
   /** Default: ten times the max interval. */
   readonly overloadMaxIntervalSeconds?: number | undefined
@@ -137,6 +138,7 @@ export const defaults = {
   staleWorkUnitCleanupIntervalSeconds: 60,
   shutdownGraceSeconds: 10,
   batchSize: 20,
+  prefetch: 0,
   overloadSlowPollSeconds: 2,
   overloadEnabled: true,
   historyRetentionHours: 168,
@@ -177,6 +179,10 @@ const invalid = (parameter: string, value: unknown, allowed: string) =>
 
 // Range checks are jitter's (`Parameters.check` and its schemas); values are checked in the environment's units.
 const positiveInteger = Parameters.check(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
+const nonNegativeInteger = Parameters.check(
+  Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(1000)),
+  "an integer from 0 to 1000"
+)
 const positiveSeconds = (value: number, parameter: string) =>
   Effect.map(Parameters.check(Parameters.PositiveMillis, "a finite number of seconds > 0")(value, parameter), toMillis)
 const nonNegativeSeconds = (value: number, parameter: string) =>
@@ -261,7 +267,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      prefetch: 0,
+      prefetch: yield* setting(input, names, "prefetch", nonNegativeInteger),
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,
@@ -292,6 +298,7 @@ export const config = (names: Names): Config.Config<DeriverConfig> =>
     staleWorkUnitCleanupIntervalSeconds: optionalNumber(names.staleWorkUnitCleanupIntervalSeconds),
     shutdownGraceSeconds: optionalNumber(names.shutdownGraceSeconds),
     batchSize: optionalNumber(names.batchSize),
+    prefetch: optionalNumber(names.prefetch),
     overloadSlowPollSeconds: optionalNumber(names.overloadSlowPollSeconds),
     overloadMaxIntervalSeconds: optionalNumber(names.overloadMaxIntervalSeconds),
     overloadRecoverySeconds: optionalNumber(names.overloadRecoverySeconds),

@@ -84,6 +84,7 @@ export const deriver = {
   staleWorkUnitCleanupIntervalSeconds: "DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS",
   shutdownGraceSeconds: "DERIVER_SHUTDOWN_GRACE_SECONDS",
   batchSize: "DERIVER_BATCH_SIZE",
+  prefetch: "DERIVER_PREFETCH",
   overloadSlowPollSeconds: "DERIVER_OVERLOAD_SLOW_POLL_SECONDS",
   overloadMaxIntervalSeconds: "DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS",
   overloadRecoverySeconds: "DERIVER_OVERLOAD_RECOVERY_SECONDS",
