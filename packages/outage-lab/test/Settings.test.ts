@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawnSync } from "node:child_process"
 import { join } from "node:path"
 import * as Settings from "../src/Settings.ts"
 
@@ -58,5 +58,24 @@ describe("lab --help", () => {
     )
     const line = help.split("\n").find((text) => text.trimStart().startsWith("--policies"))
     assert.include(line, `choices: ${Settings.policies.join(", ")}`)
+  }, 60_000)
+
+  it("--writes is optional: a run without it gets as far as checking the other flags", () => {
+    // A bad --pool-size stops the CLI before anything starts; what it names shows how far parsing got.
+    const result = spawnSync(
+      process.execPath,
+      [
+        "--conditions=@resilience/source",
+        join(import.meta.dirname, "..", "src", "bin", "lab.ts"),
+        "run",
+        "--pool-size",
+        "0"
+      ],
+      { encoding: "utf8" }
+    )
+    const output = `${result.stdout}${result.stderr}`
+    assert.notStrictEqual(result.status, 0)
+    assert.notInclude(output, "Missing required flag")
+    assert.include(output, "--pool-size")
   }, 60_000)
 })

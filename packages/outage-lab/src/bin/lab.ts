@@ -52,7 +52,8 @@ const settingFlags = {
   writes: Flag.Boolean("writes").pipe(
     Flag.withDescription(
       "API requests append domain messages, derived by schema 0's derivers; the run ends with the checker's verdict"
-    )
+    ),
+    Flag.withDefault(d.writes)
   )
 }
 
