@@ -6,9 +6,9 @@
 import { Variables } from "@resilience/environment"
 import { Deferred, Effect, Option } from "effect"
 import { join } from "node:path"
+import * as AwaitReady from "./AwaitReady.ts"
 import * as Child from "./Child.ts"
 import * as EmbeddedServer from "./EmbeddedServer.ts"
-import * as AwaitReady from "./AwaitReady.ts"
 
 /** The repository root, where the apps' entry points live. */
 export const repositoryRoot = join(import.meta.dirname, "..", "..", "..")
