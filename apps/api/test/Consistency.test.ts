@@ -1,7 +1,13 @@
 /**
- * Issue #21's workload through the real API: 16 clients each post 40 single-message requests to one session and
- * peer while a deriver runs; every acknowledged message is stored once and counted once in the representation,
- * five runs in a row, and the checker finds nothing.
+ * Issue #21's workload through the real API, end to end: 16 clients post single-message requests concurrently to
+ * one session and peer while a deriver runs; every acknowledged message is stored once and counted once in the
+ * representation, in each of two runs (the second against a deriver that already folded the first), and the
+ * checker finds nothing.
+ *
+ * The race itself (an append committing after a later one was folded in) is forced deterministically on two
+ * real connections by packages/domain/test/CommitOrder.test.ts; this check keeps the concurrency (16 clients at
+ * once on one peer) and the whole path (client retries, API, queue, deriver, checker) but not the volume
+ * (issue #22: it was 5 runs × 16 × 40 posts, 3 minutes).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { History } from "@resilience/checker"
@@ -12,12 +18,12 @@ import { deriver, retryingClient, send, session, verdict } from "./Checked.ts"
 import { createWorkspace, start } from "./TestServer.ts"
 
 const clients = 16
-const perClient = 40
-const runs = 5
+const perClient = 5
+const runs = 2
 const words = ["apples", "rivers", "mountains", "violins", "lanterns", "copper", "meadows", "harbors"]
 
 describe("apps/api: concurrent appends to one session and peer", () => {
-  it.layer(TestDatabase.layer, { timeout: 300_000, excludeTestServices: true })((it) => {
+  it.layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })((it) => {
     it.effect(
       `${clients} clients × ${perClient} posts, ${runs} runs: acknowledged = stored = counted`,
       () =>
@@ -65,7 +71,7 @@ describe("apps/api: concurrent appends to one session and peer", () => {
           }).pipe(Effect.scoped, Effect.provide([Layer.orDie(session(db.url)), FetchHttpClient.layer]))
           console.log(`[figures] ${figures.join("\n[figures] ")}`)
         }),
-      600_000
+      120_000
     )
   })
 })

@@ -1,3 +1,9 @@
+/**
+ * The API when its database cannot serve: what it answers (503 with the body and `Retry-After`, or an opaque 500)
+ * and how many connection attempts it makes. How fast it answers (sub-second 503s, the time to ready after a
+ * release) is a speed figure, printed by `npm run bench:unavailable -w @resilience/api-app` for the same
+ * scenarios (issue #22: no wall-clock bound in a test).
+ */
 import { assert, describe, it } from "@effect/vitest"
 import { History } from "@resilience/checker"
 import { Cluster, Saturation } from "@resilience/local-postgres"
@@ -25,7 +31,7 @@ const databaseCalls = (api: TestServer, token: string, round: number, history = 
 ]
 
 /** A 503 with the body and `Retry-After` (1 s, or up to `maxRetryAfter` s: the rest of an open circuit's window). */
-const assertUnavailable = (reply: Reply, withinMillis: number, maxRetryAfter = 1) => {
+const assertUnavailable = (reply: Reply, maxRetryAfter = 1) => {
   assert.strictEqual(reply.status, 503, reply.text)
   const retryAfter = Number(reply.headers.get("retry-after"))
   assert.isTrue(
@@ -34,21 +40,19 @@ const assertUnavailable = (reply: Reply, withinMillis: number, maxRetryAfter = 1
   )
   assert.strictEqual(reply.headers.get("content-type"), "application/json")
   assert.deepStrictEqual(reply.json, unavailable)
-  assert.isBelow(reply.millis, withinMillis)
 }
 
-/** Calls every database endpoint at once; each answers a 503 within `withinMillis`. Yields the replies. */
+/** Calls every database endpoint at once; each answers a 503. Yields the replies. */
 const allUnavailable = (
   api: TestServer,
   token: string,
   round: number,
-  withinMillis: number,
   maxRetryAfter = 1,
   history?: History.History
 ) =>
   Effect.tap(
     Effect.all(databaseCalls(api, token, round, history), { concurrency: "unbounded" }),
-    (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, withinMillis, maxRetryAfter)))
+    (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, maxRetryAfter)))
   )
 
 /** How many readiness checks the server made so far (`schema_readiness_checks_total`, every outcome). */
@@ -58,12 +62,12 @@ const readinessChecks = (api: TestServer) =>
       .filter((line) => line.startsWith("schema_readiness_checks_total"))
       .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0))
 
-/** Polls `GET /readyz` until it answers 200 (at most `withinMillis`); returns how long that took. */
+/** Polls `GET /readyz` until it answers 200 (a deadline for a hung server, not a speed bound). */
 const untilReady = (api: TestServer, withinMillis: number) =>
   Effect.gen(function*() {
     const startedAt = performance.now()
     while (performance.now() - startedAt < withinMillis) {
-      if ((yield* request(api, "GET", "/readyz")).status === 200) return performance.now() - startedAt
+      if ((yield* request(api, "GET", "/readyz")).status === 200) return
       yield* Effect.sleep("100 millis")
     }
     return yield* Effect.die(new Error(`not ready within ${withinMillis} ms`))
@@ -71,7 +75,7 @@ const untilReady = (api: TestServer, withinMillis: number) =>
 
 describe("apps/api when the database cannot serve", () => {
   it.live(
-    "saturated: a sub-second 503 everywhere; at most one attempt per request, none once the gate is open; then it recovers",
+    "saturated: a 503 everywhere; at most one attempt per request, none once the gate is open; then it recovers",
     () =>
       Effect.gen(function*() {
         const cluster = yield* Cluster.start({ maxConnections: 6 })
@@ -93,7 +97,7 @@ describe("apps/api when the database cannot serve", () => {
           for (let round = 0; round < 3; round++) {
             const before = yield* proxy.attempts
             // Shed by the open circuit: Retry-After covers the rest of its window (at most 4.5 s).
-            yield* allUnavailable(api, token, round, 1_000, 5, history)
+            yield* allUnavailable(api, token, round, 5, history)
             attempts.push((yield* proxy.attempts) - before)
           }
           // The first round trips the circuit (3 unavailable checkouts; requests already admitted make theirs);
@@ -111,9 +115,9 @@ describe("apps/api when the database cannot serve", () => {
         }))
         assert.isAbove(released, 0)
 
-        // Released: after the window (≤ 4.5 s) the next request is the probe; it answers and closes the circuit.
-        const waited = yield* untilReady(api, 15_000)
-        assert.isBelow(waited, 4_500 + 1_000 + 1_000, "window + readiness cache + slack")
+        // Released: after the window (≤ 4.5 s) the next request is the probe; it answers and closes the circuit
+        // (how long that takes is the bench's figure).
+        yield* untilReady(api, 15_000)
         const before = yield* proxy.attempts
         const replies = yield* Effect.all(databaseCalls(api, token, 99, history), { concurrency: 1 })
         assert.deepStrictEqual(replies.map((reply) => reply.status), [201, 201, 200, 404, 200], "recovered, no restart")
@@ -144,7 +148,7 @@ describe("apps/api when the database cannot serve", () => {
             { concurrency: "unbounded" }
           )
           const elapsed = performance.now() - startedAt
-          for (const reply of replies) assertUnavailable(reply, 5_000)
+          for (const reply of replies) assertUnavailable(reply)
           const attempts = (yield* proxy.attempts) - before
           assert.isAtLeast(attempts, 1)
           assert.isAtMost(attempts, 1 + Math.ceil(elapsed / 1_000), `${attempts} attempts in ${elapsed.toFixed(0)} ms`)
@@ -154,25 +158,25 @@ describe("apps/api when the database cannot serve", () => {
   )
 
   it.live(
-    "started with the database down (nothing listening): 503 at once, no connection attempt per request",
+    "started with the database down (nothing listening): 503, no connection attempt per request",
     () =>
       Effect.gen(function*() {
         const closed = yield* ClosedPort.find
         const api = yield* start({ url: closed.url, migrate: true, awaitReady: false, connectTimeout: "2 seconds" })
-        yield* allUnavailable(api, "ws_whatever", 0, 2_000)
+        yield* allUnavailable(api, "ws_whatever", 0)
         assert.strictEqual((yield* request(api, "GET", "/healthz")).status, 200)
       }),
     60_000
   )
 
   it.live(
-    "started against a listener that never answers: 503 at once; only the readiness check connects",
+    "started against a listener that never answers: 503; only the readiness check connects",
     () =>
       Effect.gen(function*() {
         const silent = yield* SilentListener.start
         const api = yield* start({ url: silent.url, migrate: false, connectTimeout: "500 millis" })
         for (let round = 0; round < 3; round++) {
-          yield* allUnavailable(api, "ws_whatever", round, 1_000)
+          yield* allUnavailable(api, "ws_whatever", round)
           yield* Effect.sleep("300 millis")
         }
         const checks = yield* readinessChecks(api)

@@ -107,10 +107,16 @@ describe("OTLP export", () => {
           )
         )
         const inTrace = () => otlp.spans.filter((span) => span.traceId === traceId)
-        for (let waited = 0; waited < 200; waited++) {
-          if (inTrace().some((span) => span.service === "api-under-test" && span.name === "db.acquire")) break
-          yield* Effect.sleep("100 millis")
+        // The API exports its spans in batches: db.acquire ends (and may arrive) before the request's own span,
+        // the one under the client's; wait for both (on a loaded machine the second batch comes later).
+        const complete = () => {
+          const spans = inTrace()
+          const clientIds = new Set(spans.filter((span) => span.service === "client-under-test").map((s) => s.spanId))
+          const api = spans.filter((span) => span.service === "api-under-test")
+          return api.some((span) => span.name === "db.acquire") &&
+            api.some((span) => span.parentSpanId !== undefined && clientIds.has(span.parentSpanId))
         }
+        for (let waited = 0; waited < 200 && !complete(); waited++) yield* Effect.sleep("100 millis")
         const spans = inTrace()
         const summary = spans.map((span) => `${span.service}:${span.name}`).join(", ")
         const client = spans.filter((span) => span.service === "client-under-test")
