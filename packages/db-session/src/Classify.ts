@@ -15,6 +15,7 @@
  * @since 0.2.0
  */
 import { Predicate } from "effect"
+import { heldCode } from "./ConnectGuard.ts"
 import {
   type CheckoutError,
   DatabaseMisconfigured,
@@ -432,3 +433,13 @@ export const isDatabaseCondition = (error: unknown): boolean => {
  */
 export const isPoolExhausted = (error: unknown): boolean =>
   Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === "POOL_EXHAUSTED"
+
+/**
+ * Whether a checkout failed because its `ConnectGuard` held the connection attempt back (`ATTEMPT_HELD`): its
+ * process is backing off the database and tried no connection, so, like `POOL_EXHAUSTED`, it is no new evidence
+ * about the database.
+ *
+ * @since 0.2.0
+ */
+export const isAttemptHeld = (error: unknown): boolean =>
+  Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === heldCode

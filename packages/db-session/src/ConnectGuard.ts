@@ -11,7 +11,7 @@
  *
  * @since 0.2.0
  */
-import { Context, type Effect, Predicate } from "effect"
+import { Context, type Effect } from "effect"
 import type { RawConnection } from "./Driver.ts"
 import type { CheckoutError } from "./Errors.ts"
 
@@ -30,7 +30,8 @@ export interface Guard {
 
 /**
  * The code of the `DatabaseUnavailable` a guard fails with when it makes no attempt (its process is backing off
- * the database): no connection was tried, so it is no evidence about the database either.
+ * the database): no connection was tried, so it is no evidence about the database either
+ * (`Classify.isAttemptHeld` asks).
  *
  * @since 0.2.0
  */
@@ -44,11 +45,3 @@ export const heldCode = "ATTEMPT_HELD"
 export const ConnectGuard: Context.Reference<Guard> = Context.Reference<Guard>("@resilience/db-session/ConnectGuard", {
   defaultValue: () => ({ attempt: (attempt) => attempt })
 })
-
-/**
- * Whether a checkout failed because its guard held the connection attempt back (no connection was tried).
- *
- * @since 0.2.0
- */
-export const isHeld = (error: unknown): boolean =>
-  Predicate.isTagged(error, "DatabaseUnavailable") && Predicate.hasProperty(error, "code") && error.code === heldCode

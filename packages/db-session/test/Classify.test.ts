@@ -2,7 +2,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import pg from "pg"
 import postgres from "postgres"
-import { Classify, DatabaseMisconfigured, DatabaseUnavailable, QueryFailed } from "../src/index.ts"
+import { Classify, ConnectGuard, DatabaseMisconfigured, DatabaseUnavailable, QueryFailed } from "../src/index.ts"
 
 /** A server ErrorResponse as `pg` reports it. */
 const pgError = (code: string, message: string) => Object.assign(new pg.DatabaseError(message, 0, "error"), { code })
@@ -243,6 +243,23 @@ describe("Classify", () => {
       )
     )
     assert.isFalse(Classify.isPoolExhausted({ code: "POOL_EXHAUSTED", message: "not a db-session error" }))
+  })
+
+  it("isAttemptHeld: only a connection attempt its guard held back (ATTEMPT_HELD)", () => {
+    const held = new DatabaseUnavailable({
+      reason: "Saturated",
+      code: ConnectGuard.heldCode,
+      message: "no connection attempt",
+      elapsedMillis: 0
+    })
+    assert.isTrue(Classify.isAttemptHeld(held))
+    assert.isTrue(Classify.isUnavailable(held), "still unavailable to the caller")
+    assert.isFalse(
+      Classify.isAttemptHeld(
+        new DatabaseUnavailable({ reason: "Saturated", code: "53300", message: "x", elapsedMillis: 1 })
+      )
+    )
+    assert.isFalse(Classify.isAttemptHeld({ code: ConnectGuard.heldCode, message: "not a db-session error" }))
   })
 
   it("every row of the table names its source and matches something", () => {

@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import type { Outcome } from "@resilience/admission"
-import { Classify, ConnectGuard, DbSession } from "@resilience/db-session"
+import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
@@ -478,7 +478,7 @@ const releaseAll = <R>(ctx: Context<R>) =>
         : Effect.void
     ),
     Effect.catch((error) =>
-      error._tag === "GateFull" || ConnectGuard.isHeld(error)
+      error._tag === "GateFull" || Classify.isAttemptHeld(error)
         ? Effect.logWarning(
           "database unavailable at shutdown (the checkout gate is holding back): held work units left for the stale cleanup"
         ).pipe(Effect.annotateLogs({ schema: ctx.schema }))
