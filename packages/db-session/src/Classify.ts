@@ -15,7 +15,6 @@
  * @since 0.2.0
  */
 import { Predicate } from "effect"
-import { heldCode } from "./ConnectGuard.ts"
 import {
   type CheckoutError,
   DatabaseMisconfigured,
@@ -442,4 +441,12 @@ export const isPoolExhausted = (error: unknown): boolean =>
  * @since 0.2.0
  */
 export const isAttemptHeld = (error: unknown): boolean =>
-  Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === heldCode
+  Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === attemptHeldCode
+
+/**
+ * The code of a connection attempt a `ConnectGuard` held back (`ConnectGuard.heldCode`); defined here, with the
+ * other meanings, so that this pure module imports nothing of the session.
+ *
+ * @since 0.2.0
+ */
+export const attemptHeldCode = "ATTEMPT_HELD"

@@ -12,6 +12,7 @@
  * @since 0.2.0
  */
 import { Context, type Effect } from "effect"
+import * as Classify from "./Classify.ts"
 import type { RawConnection } from "./Driver.ts"
 import type { CheckoutError } from "./Errors.ts"
 
@@ -35,7 +36,7 @@ export interface Guard {
  *
  * @since 0.2.0
  */
-export const heldCode = "ATTEMPT_HELD"
+export const heldCode: typeof Classify.attemptHeldCode = Classify.attemptHeldCode
 
 /**
  * The guard of the current checkout; by default every attempt goes ahead.
