@@ -54,7 +54,10 @@ const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean) =>
     return yield* db.withConnection((c) =>
       Effect.gen(function*() {
         yield* c.query("BEGIN")
-        if (dropIndex) yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_unprocessed_idx")}`)
+        if (dropIndex) {
+          yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_unprocessed_idx")}`)
+          yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_pending_id_idx")}`)
+        }
         const rows = yield* c.query<{ "QUERY PLAN": string }>(
           `EXPLAIN (ANALYZE, BUFFERS) ${Queue.claimSql(schema)}`,
           [8, "bench"]
@@ -118,7 +121,13 @@ const claimBenchmark = (url: string) =>
       withoutIndex.push(result.time)
     }
     void url
-    return { plan, seqPlan, withIndex, withoutIndex, usesIndex: plan.includes("queue_unprocessed_idx") }
+    return {
+      plan,
+      seqPlan,
+      withIndex,
+      withoutIndex,
+      usesIndex: plan.includes("queue_pending_id_idx") && !plan.includes("Seq Scan on queue")
+    }
   })
 
 const list = (name: string, fallback: string) =>
@@ -314,7 +323,11 @@ const program = Effect.gen(function*() {
   const fmt = (ms: number) => `${ms.toFixed(3)} ms`
   if (claim !== undefined) {
     yield* log("\n| measurement | value |\n|---|---|")
-    yield* log(`| claim uses queue_unprocessed_idx | ${claim.usesIndex ? "yes" : "NO"} |`)
+    yield* log(
+      `| claim reads only the partial indexes (queue_pending_id_idx, no Seq Scan on queue) | ${
+        claim.usesIndex ? "yes" : "NO"
+      } |`
+    )
     yield* log(`| claim execution time, partial index (median of 20) | ${fmt(median(claim.withIndex))} |`)
     yield* log(`| claim execution time, partial index (p95 of 20) | ${fmt(percentile(claim.withIndex, 0.95))} |`)
     yield* log(`| claim execution time without the index (median of 5) | ${fmt(median(claim.withoutIndex))} |`)

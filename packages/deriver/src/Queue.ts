@@ -107,7 +107,13 @@ export const enqueue = (
  * The claim statement: up to `$1` work units with unprocessed items that nobody owns, oldest first (by their
  * first unprocessed id), made ours by inserting ownership rows (owner `$2`) with
  * `INSERT … ON CONFLICT DO NOTHING RETURNING`; a unit that another instance claimed in the meantime is
- * skipped. One statement, hence one transaction. Reads only the partial index of unprocessed rows.
+ * skipped. One statement, hence one transaction.
+ *
+ * It walks the unprocessed items in id order (`queue_pending_id_idx`) and keeps an item when its unit has no
+ * owner and no earlier unprocessed item (a probe of `queue_unprocessed_idx`), so it stops after `$1` units:
+ * its cost follows the units it skips (owned ones, later items of a unit), not the backlog. Grouping the
+ * whole backlog by unit, as it did before, read every unprocessed row per claim: 1.6 ms at 2,000 pending
+ * units, 49 ms at 100,000, against 0.3 ms for both now (EXPLAIN ANALYZE, issue #20).
  *
  * @since 0.1.0
  */
@@ -119,12 +125,14 @@ SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c US
 const claimCtes = (schema: SchemaName.SchemaName): string => {
   const { queue, sessions } = tables(schema)
   return `WITH candidates AS MATERIALIZED (
-  SELECT q.work_unit_key, min(q.id) AS first_id
+  SELECT q.work_unit_key, q.id AS first_id
   FROM ${queue} q
   WHERE NOT q.processed
     AND NOT EXISTS (SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key)
-  GROUP BY q.work_unit_key
-  ORDER BY first_id
+    AND NOT EXISTS (
+      SELECT 1 FROM ${queue} e WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.id < q.id
+    )
+  ORDER BY q.id
   LIMIT $1
 ), claimed AS (
   INSERT INTO ${sessions} (work_unit_key, owner, last_updated)

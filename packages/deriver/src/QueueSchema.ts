@@ -17,6 +17,9 @@ import * as SchemaName from "./SchemaName.ts"
  * 3. `active_queue_sessions_last_updated_idx` for the stale cleanup.
  * 4. The partial index `queue_processed_created_at_idx (created_at) WHERE processed`: the history retention
  *    finds expired processed rows without reading the backlog or the rest of the history.
+ * 5. Who completed each item (`processed_by`, `processed_claim`, `processed_at`).
+ * 6. The partial index `queue_pending_id_idx (id) WHERE NOT processed`: the claim walks the backlog in id
+ *    order and stops after the units it takes, instead of grouping the whole backlog per claim.
  *
  * @since 0.1.0
  */
@@ -75,6 +78,14 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
     up: (schema) => [
       `ALTER TABLE ${SchemaName.qualify(schema, "queue")}
         ADD COLUMN processed_by text, ADD COLUMN processed_claim bigint, ADD COLUMN processed_at timestamptz`
+    ]
+  },
+  {
+    version: 6,
+    name: "partial index of unprocessed items by id",
+    // The claim's walk in id order (see `Queue.claimSql`). An instance of an older version ignores it.
+    up: (schema) => [
+      `CREATE INDEX queue_pending_id_idx ON ${SchemaName.qualify(schema, "queue")} (id) WHERE NOT processed`
     ]
   }
 ]

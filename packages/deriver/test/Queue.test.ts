@@ -28,6 +28,19 @@ const items = (unit: string, n: number, taskType = "t") =>
 
 const keys = (claims: ReadonlyArray<Queue.Claim>) => claims.map((claim) => claim.workUnitKey)
 
+/** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`'s plan tree. */
+interface PlanNode {
+  readonly "Index Name"?: string
+  readonly "Actual Rows": number
+  readonly "Actual Loops": number
+  readonly Plans?: ReadonlyArray<PlanNode>
+}
+
+/** The rows the scans of `index` returned in a plan, over all their loops. */
+const rowsOf = (plan: PlanNode, index: string): number =>
+  (plan["Index Name"] === index ? plan["Actual Rows"] * plan["Actual Loops"] : 0) +
+  (plan.Plans ?? []).reduce((sum, child) => sum + rowsOf(child, index), 0)
+
 layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
   it.effect("claims at most `limit` units, oldest first, skipping units that are owned", () =>
     Effect.gen(function*() {
@@ -178,8 +191,39 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         [4, "explain"]
       )
       const text = plan.map((row) => row["QUERY PLAN"]).join("\n")
-      assert.include(text, "queue_unprocessed_idx", text)
-      assert.notInclude(text, `Seq Scan on queue q`, text)
+      assert.include(text, "queue_pending_id_idx", text)
+      assert.notInclude(text, `Seq Scan on queue`, text)
+    }))
+
+  it.effect("the claim stops after the units it takes: the rows it reads follow the units skipped, not the backlog", () =>
+    Effect.gen(function*() {
+      const { db, on, schema, queue } = yield* freshQueue
+      // A backlog of 20,000 single-item units behind 2 owned units of 50 items each, then 2 more units of 3.
+      yield* on(Queue.enqueue, [...items("owned-a", 50), ...items("owned-b", 50), ...items("x", 3), ...items("y", 3)])
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type) SELECT 'backlog-' || g, 't' FROM generate_series(1, 20000) g`
+      )
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 2, "other")), ["owned-a", "owned-b"])
+      yield* db.query(`ANALYZE ${queue}`)
+      const explain = (limit: number) =>
+        db.withConnection((connection) =>
+          Effect.gen(function*() {
+            yield* connection.query("BEGIN")
+            const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
+              `EXPLAIN (ANALYZE, FORMAT JSON) ${Queue.claimSql(schema)}`,
+              [limit, "me"]
+            )
+            yield* connection.query("ROLLBACK")
+            return rows[0]!["QUERY PLAN"][0]!.Plan
+          })
+        )
+      // The walk in id order reads the 100 items of the owned units, then x's 3, y's first (x and y are
+      // taken; y's later items are never reached): 104 rows, whatever the backlog behind them.
+      const walked = (plan: PlanNode) => rowsOf(plan, "queue_pending_id_idx")
+      assert.strictEqual(walked(yield* explain(2)), 104)
+      // Two more units: y's 2 later items are skipped, then 2 backlog units.
+      assert.strictEqual(walked(yield* explain(4)), 108)
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 4, "me")), ["x", "y", "backlog-1", "backlog-2"])
     }))
 
   it.effect("a claim with items returns each unit's first batch, the same items a read under the claim returns", () =>

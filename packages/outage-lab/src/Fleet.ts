@@ -23,7 +23,7 @@ const domain = (schema: SchemaName.SchemaName) =>
   Effect.andThen(Domain.migrate(schema), Effect.asVoid(Effect.orDie(Workspaces.create(schema, workspace))))
 
 /**
- * Writes `rows` processed items into a schema's queue and drops its partial index of unprocessed items, so
+ * Writes `rows` processed items into a schema's queue and drops its partial indexes of unprocessed items, so
  * that every claim scans the whole history (then refreshes the planner's statistics).
  */
 const thrashable = (schema: SchemaName.SchemaName, rows: number) =>
@@ -36,12 +36,13 @@ const thrashable = (schema: SchemaName.SchemaName, rows: number) =>
       [rows]
     )
     yield* db.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_unprocessed_idx")}`)
+    yield* db.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_pending_id_idx")}`)
     yield* db.query(`ANALYZE ${queue}`)
   })
 
 /**
  * Creates every schema's queue tables, straight on the cluster (not through the pooler), with `history`
- * processed rows each (and no partial claim index) when asked; with `writes`, schema 0 also gets the domain's
+ * processed rows each (and no partial claim indexes) when asked; with `writes`, schema 0 also gets the domain's
  * tables and the workspace the API traffic writes to.
  */
 export const prepare = (clusterUrl: string, settings: Settings) =>
