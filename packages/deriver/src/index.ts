@@ -86,7 +86,7 @@ export * as QueueSchema from "./QueueSchema.ts"
 /**
  * The exit code of a worker process: a graceful stop on SIGTERM is 0.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 export * as ProcessExit from "./ProcessExit.ts"
 
