@@ -3,7 +3,9 @@
  * and without the partial index; no-op-handler throughput of one deriver with the production defaults first
  * (base 1 s, max 30 s; startup jitter off so the start is not measured), then with a tuned 10 ms interval,
  * for WORKERS 1 and 8, both pool classes, units of 10 and of 1 item; and the latency of a unit that arrives
- * while every worker is busy.
+ * while every worker is busy; and (part `statements`) the claim and record statements alone, back to back on a
+ * bare `pg.Client`, unnamed (as the deriver sends them) and as named prepared statements: what a unit costs
+ * below the deriver's own path, and what planning costs of it.
  *
  *   npm run bench -w @resilience/deriver
  *
@@ -11,13 +13,14 @@
  * BENCH_ROWS overrides the number of processed rows (default 1,000,000), BENCH_ITEMS the items per throughput
  * run (default 1,000), BENCH_RUN_SECONDS the time bound of one run (default 15; a run that does not finish
  * reports the items recorded in that time), BENCH_LATENCY_ROUNDS the busy-latency rounds (default 10).
- * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency), BENCH_LABELS (defaults, tuned),
+ * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements only when named), BENCH_LABELS (defaults, tuned),
  * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (0: units claimed
  * ahead of a free worker; other values are labelled in the table).
  */
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Deferred, Effect, Exit, Logger, Scope } from "effect"
+import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
@@ -128,6 +131,77 @@ const claimBenchmark = (url: string) =>
       withoutIndex,
       usesIndex: plan.includes("queue_pending_id_idx") && !plan.includes("Seq Scan on queue")
     }
+  })
+
+/**
+ * The unit's two statements without the deriver: `units` single-item units claimed one at a time and recorded
+ * (released) at once on one bare `pg.Client`, unnamed or as named prepared statements; per-unit milliseconds.
+ */
+const statements = (url: string, units: number, named: boolean) =>
+  Effect.gen(function*() {
+    const schema = SchemaName.makeUnsafe(`bench_st_${named ? "named" : "unnamed"}`)
+    const db = yield* DbSession
+    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
+    yield* Migrator.run(schema, [QueueSchema.component])
+    yield* db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: units }, (_, i) => ({ workUnitKey: `unit-${i}`, taskType: "noop", payload: {} }))
+      )
+    )
+    const figures = yield* Effect.promise(async () => {
+      const client = new pg.Client({ connectionString: url })
+      client.on("error", () => {})
+      await client.connect()
+      const claimText = Queue.claimWithItemsSql(schema)
+      const recordText = Queue.recordSql(schema)
+      let claimMillis = 0
+      let recordMillis = 0
+      const started = now()
+      for (let i = 0; i < units; i++) {
+        const claimValues = [1, "bench", 20]
+        const before = now()
+        const { rows } = await client.query<{ work_unit_key: string; id: string; items: string }>(
+          named ? { name: "claim", text: claimText, values: claimValues } : { text: claimText, values: claimValues }
+        )
+        const claimed = now()
+        const row = rows[0]!
+        const items = JSON.parse(row.items) as ReadonlyArray<{ id: string }>
+        const recordValues = [
+          JSON.stringify(items.map((item) => ({ id: item.id, error: null }))),
+          row.work_unit_key,
+          "bench",
+          true,
+          row.id
+        ]
+        await client.query(
+          named
+            ? { name: "record", text: recordText, values: recordValues }
+            : { text: recordText, values: recordValues }
+        )
+        claimMillis += claimed - before
+        recordMillis += now() - claimed
+      }
+      const seconds = (now() - started) / 1000
+      let roundTrip = 0
+      for (let i = 0; i < 100; i++) {
+        const before = now()
+        await client.query("SELECT 1")
+        roundTrip += now() - before
+      }
+      await client.end()
+      return {
+        named,
+        units,
+        seconds,
+        claimMillis: claimMillis / units,
+        recordMillis: recordMillis / units,
+        roundTripMillis: roundTrip / 100
+      }
+    })
+    yield* db.query(`DROP SCHEMA ${SchemaName.quote(schema)} CASCADE`)
+    return figures
   })
 
 const list = (name: string, fallback: string) =>
@@ -320,6 +394,13 @@ const program = Effect.gen(function*() {
       latencies.push(yield* busyLatency(poolClass, latencyRounds).pipe(Effect.provide(session(dbUrl, poolClass))))
     }
   }
+  const bare: Array<Effect.Success<ReturnType<typeof statements>>> = []
+  if (parts.has("statements")) {
+    for (const named of [false, true]) {
+      yield* log(`the unit's statements on a bare pg.Client, ${named ? "named prepared" : "unnamed"}…`)
+      bare.push(yield* statements(dbUrl, throughputItems, named).pipe(Effect.provide(session(dbUrl, "queue"))))
+    }
+  }
   const fmt = (ms: number) => `${ms.toFixed(3)} ms`
   if (claim !== undefined) {
     yield* log("\n| measurement | value |\n|---|---|")
@@ -358,6 +439,19 @@ const program = Effect.gen(function*() {
         fmt(median(arrivalToStart))
       } (100 ms of it waiting for the worker) |`
     )
+  }
+  if (bare.length > 0) {
+    yield* log(
+      `\nthe unit's two statements alone, ${throughputItems} single-item units one at a time, one bare pg.Client\n`
+    )
+    yield* log("| statements | units/s | claim (mean) | record (mean) | SELECT 1 (mean) |\n|---|---|---|---|---|")
+    for (const run of bare) {
+      yield* log(
+        `| ${run.named ? "named prepared" : "unnamed (as the deriver)"} | ${(run.units / run.seconds).toFixed(0)} | ${
+          fmt(run.claimMillis)
+        } | ${fmt(run.recordMillis)} | ${fmt(run.roundTripMillis)} |`
+      )
+    }
   }
   yield* Scope.close(scope, Exit.void)
 })

@@ -289,26 +289,14 @@ export interface Recorded {
 }
 
 /**
- * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
- * error, if any), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
- * unit looked drained), all only while the claim holds (owner and id, in the same statement): a worker that
- * lost its unit marks nothing. Each marked item keeps the owner, the claim id and the time of its mark
- * (`processed_by`, `processed_claim`, `processed_at`). Rows of other claims are never touched. An item handled but not yet recorded
- * when the process dies is handled again by the next owner (at-least-once).
+ * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error }`), `$2` the unit,
+ * `$3` the owner, `$4` release (else heartbeat), `$5` the claim id.
  *
  * @since 0.2.0
  */
-export const record = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  claim: Claim,
-  outcomes: ReadonlyArray<Outcome>,
-  release: boolean
-): Effect.Effect<Recorded, QueryError> => {
+export const recordSql = (schema: SchemaName.SchemaName): string => {
   const { queue, sessions } = tables(schema)
-  return Effect.map(
-    connection.query<{ owned: boolean; marked: number }>(
-      `WITH outcome AS (
+  return `WITH outcome AS (
         SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error FROM jsonb_array_elements($1::jsonb) AS o
       ), beat AS (
         UPDATE ${sessions} SET last_updated = now()
@@ -325,18 +313,36 @@ export const record = (
           AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
         RETURNING q.id
       ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
-               (SELECT count(*) FROM marked)::int AS marked`,
-      [
-        JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
-        claim.workUnitKey,
-        claim.owner,
-        release,
-        claim.id
-      ]
-    ),
+               (SELECT count(*) FROM marked)::int AS marked`
+}
+
+/**
+ * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
+ * error, if any), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
+ * unit looked drained), all only while the claim holds (owner and id, in the same statement): a worker that
+ * lost its unit marks nothing. Each marked item keeps the owner, the claim id and the time of its mark
+ * (`processed_by`, `processed_claim`, `processed_at`). Rows of other claims are never touched. An item handled but not yet recorded
+ * when the process dies is handled again by the next owner (at-least-once).
+ *
+ * @since 0.2.0
+ */
+export const record = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  claim: Claim,
+  outcomes: ReadonlyArray<Outcome>,
+  release: boolean
+): Effect.Effect<Recorded, QueryError> =>
+  Effect.map(
+    connection.query<{ owned: boolean; marked: number }>(recordSql(schema), [
+      JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
+      claim.workUnitKey,
+      claim.owner,
+      release,
+      claim.id
+    ]),
     (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
   )
-}
 
 /**
  * Marks one item processed (with `error` when its handler failed) and bumps the unit's heartbeat: a
