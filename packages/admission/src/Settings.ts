@@ -5,8 +5,9 @@
  *
  * @since 0.1.0
  */
+import { PollBackoff } from "@resilience/jitter"
 import { InvalidParameter, Parameters } from "@resilience/parameters"
-import { Config, Effect, Option, Schema } from "effect"
+import { Config, Duration, Effect, Option, Schema } from "effect"
 
 /**
  * Validated settings, in plain numbers.
@@ -68,9 +69,10 @@ export const defaults: Settings = {
   queueTimeoutMillis: 50,
   slowMillis: 10_000,
   tripFailures: 5,
-  openMillis: 1_000,
-  openMaxMillis: 30_000,
-  openJitterRatio: 0.5,
+  // The circuit's windows default to the spec's poll schedule (1 s → 30 s, ±50 %), defined once in jitter.
+  openMillis: Duration.toMillis(PollBackoff.defaults.base),
+  openMaxMillis: Duration.toMillis(PollBackoff.defaults.max),
+  openJitterRatio: PollBackoff.defaults.ratio,
   decreaseRatio: 0.9
 }
 
