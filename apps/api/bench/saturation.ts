@@ -16,6 +16,7 @@
  * `BENCH_AFTER_SECONDS` (60) more: connection attempts in the last 60 s of the outage (target ≤ 4) and the time
  * from the release to the first 2xx (target ≤ 1.5 × `API_ADMISSION_OPEN_MAX_MILLIS`), with the defaults and with
  * the cap set to the first window (`API_ADMISSION_OPEN_MAX_MILLIS=1000`: the constant window before the backoff).
+ * Bounded by `BENCH_OUTAGE_MAX_REQUESTS` (3,000,000) responses per run.
  *
  * Loopback only; every phase is bounded in time and in request count. Prints progress and a summary.
  *
@@ -74,7 +75,8 @@ const load = (
   token: string,
   concurrency: number,
   until: Promise<unknown>,
-  startedAt = performance.now()
+  startedAt = performance.now(),
+  budget = maxRequests
 ): Promise<Run> => {
   const samples: Array<Sample> = []
   const failures: Array<string> = []
@@ -91,7 +93,7 @@ const load = (
     )
   }, 2000)
   const client = async () => {
-    while (!state.done && samples.length < maxRequests) {
+    while (!state.done && samples.length < budget) {
       const t0 = performance.now()
       const response = await fetch(url, { headers: { authorization: `Bearer ${token}` } }).catch((error) => {
         failures.push(String(error?.cause ?? error))
@@ -357,6 +359,8 @@ const program = Effect.gen(function*() {
 
 const outageClients = Number(process.env.BENCH_OUTAGE_CLIENTS ?? 20)
 const outageSeconds = Number(process.env.BENCH_OUTAGE_SECONDS ?? 120)
+/** The outage run's request bound: 20 clients that ignore `Retry-After` get ~3,000 fast 503s a second here. */
+const outageMaxRequests = Number(process.env.BENCH_OUTAGE_MAX_REQUESTS ?? 3_000_000)
 const afterSeconds = Number(process.env.BENCH_AFTER_SECONDS ?? 60)
 
 /**
@@ -398,7 +402,7 @@ const outageRun = (name: string, cluster: Cluster.Cluster, env: Record<string, s
       stop()
     })))
     const [run, , series] = yield* Effect.all([
-      Effect.promise(() => load(name, url, token, outageClients, until, startedAt)),
+      Effect.promise(() => load(name, url, token, outageClients, until, startedAt, outageMaxRequests)),
       driver,
       attemptsPerSecond(proxy, () => running)
     ], { concurrency: "unbounded" })
@@ -428,7 +432,9 @@ const outageRun = (name: string, cluster: Cluster.Cluster, env: Record<string, s
       responsesLastMinute: statuses(lastMinute),
       retryAfterLastMinute: retryAfters.length === 0
         ? "-"
-        : `${Math.min(...retryAfters)}–${Math.max(...retryAfters)} s (median ${percentile(retryAfters, 50)})`,
+        : `${retryAfters.reduce((a, b) => Math.min(a, b))}–${retryAfters.reduce((a, b) => Math.max(a, b))} s (median ${
+          percentile(retryAfters, 50)
+        })`,
       after: statuses(afterRelease),
       metrics: yield* admissionMetrics(baseUrl)
     }
