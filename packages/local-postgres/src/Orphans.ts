@@ -20,6 +20,12 @@ export const isAlive = (pid: number): boolean => {
   return probe._tag === "Success" || (probe.failure.cause as NodeJS.ErrnoException).code === "EPERM"
 }
 
+/**
+ * Names under {@link root} that start with this are shared data-directory templates (`Cluster.start`), owned by
+ * no process: {@link reap} leaves them.
+ */
+export const templatePrefix = "template-"
+
 /** A fresh directory for a server owned by this process. */
 export const makeDirectory = (kind: string): string => {
   mkdirSync(root, { recursive: true, mode: 0o755 })
@@ -58,6 +64,7 @@ export const reap = (): ReadonlyArray<string> => {
   if (!existsSync(root)) return []
   const removed: Array<string> = []
   for (const name of readdirSync(root)) {
+    if (name.startsWith(templatePrefix)) continue
     const owner = Number(name.split("-")[0])
     if (isAlive(owner)) continue
     const directory = join(root, name)
