@@ -72,9 +72,16 @@ interface Figures {
   readonly completionsByDeriver: string
   /** Ownership rows freed by the stale cleanup (units taken over). */
   readonly takenOver: number
+  /** Items not yet processed when the fault ended. */
+  readonly pendingAfterFault: number
 }
 
-/** Runs `fault` against two derivers draining 300 items in 30 units; returns the figures once all is done. */
+/**
+ * Runs `fault` against two derivers draining 150 items in 30 units (5 per unit: a unit outlives a batch);
+ * returns the figures once all is done. Each item is a checkout (the 30 ms handler outlasts the 20 ms record
+ * flush), so the drain takes seconds and the fault lands while units are held and items pending
+ * (`pendingAfterFault` in the printed figures).
+ */
 const scenario = (
   label: string,
   configInput: Parameters<typeof testConfig>[0],
@@ -109,7 +116,7 @@ const scenario = (
       yield* Migrator.run(schema, [QueueSchema.component])
       const db = yield* DbSession
       for (const sql of auditSql) yield* db.query(sql)
-      const items = Array.from({ length: 10 }, (_, round) =>
+      const items = Array.from({ length: 5 }, (_, round) =>
         Array.from({ length: 30 }, (_, u) => ({ workUnitKey: `unit-${u}`, taskType: "work", payload: { round } })))
         .flat()
       return yield* db.withConnection((c) =>
@@ -153,6 +160,7 @@ const scenario = (
       const rows = yield* db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t("queue")} WHERE NOT processed`)
       return rows[0]?.n ?? -1
     }).pipe(Effect.provide(admin), Effect.orElseSucceed(() => -1))
+    const pendingAfterFault = yield* pending
     const deadline = Date.now() + 90_000
     while ((yield* pending) !== 0 && Date.now() < deadline) yield* Effect.sleep("100 millis")
     yield* Scope.close(derivers, Exit.void)
@@ -174,7 +182,8 @@ const scenario = (
         completionsByDeriver: byDeriver.map((row) => `${row.completed_by}=${row.n}`).join(" "),
         takenOver: yield* one(
           `SELECT count(*)::int AS n FROM ${t("releases")} WHERE silent_seconds > ${staleSeconds}`
-        )
+        ),
+        pendingAfterFault
       } satisfies Figures
     }).pipe(Effect.provide(admin))
     yield* Scope.close(clusterScope, Exit.void)
