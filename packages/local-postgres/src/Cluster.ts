@@ -109,16 +109,16 @@ const copyDirectory = (from: string, to: string) =>
 
 /**
  * A data directory `initdb` made once for this machine's binaries (keyed by the `initdb` file, so another
- * PostgreSQL version gets its own) and the default password, under the orphan root as `template-<key>`:
- * a throw-away cluster copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a
- * directory of this process (reaped if the process dies half-way) and renamed into place, so concurrent
- * starts in other processes either see a complete template or build their own, and the first rename wins.
+ * PostgreSQL version gets its own) and the default password, in `Orphans.templates`: a new cluster copies it
+ * instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of this process (reaped if
+ * the process dies half-way) and renamed into place, so concurrent starts in other processes either see a
+ * complete template or build their own, and the first rename wins.
  */
 const template = (initdb: string) =>
   Effect.gen(function*() {
     const { mtimeMs, size } = statSync(initdb)
     const key = createHash("sha256").update(`${initdb}\0${size}\0${mtimeMs}\0${defaultPassword}`).digest("hex")
-    const ready = join(Orphans.root, `${Orphans.templatePrefix}${key.slice(0, 16)}`)
+    const ready = join(Orphans.templates, key.slice(0, 16))
     if (existsSync(join(ready, "data", "PG_VERSION"))) return join(ready, "data")
     const building = Orphans.makeDirectory("template")
     const account = Process.serviceAccount()
@@ -128,6 +128,7 @@ const template = (initdb: string) =>
       () => Effect.sync(() => Orphans.remove(building))
     )
     yield* Effect.sync(() => {
+      mkdirSync(Orphans.templates, { recursive: true, mode: 0o755 })
       // another process may have renamed its template into place first: then ours is not needed
       const renamed = Effect.runSync(Effect.result(Effect.try(() => renameSync(building, ready))))
       if (renamed._tag === "Failure") Orphans.remove(building)
@@ -198,7 +199,15 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
     // With the default password the data directory starts as a copy of the template (the same files initdb
     // would write); another password gets its own initdb.
     if (password === defaultPassword) {
-      yield* copyDirectory(yield* template(initdb), dataDirectory)
+      // a template deleted under the copy (by hand, or a tmp cleaner) costs this start an initdb, not a failure
+      yield* copyDirectory(yield* template(initdb), dataDirectory).pipe(
+        Effect.catch(() =>
+          Effect.andThen(
+            Effect.sync(() => rmSync(dataDirectory, { recursive: true, force: true })),
+            initialise(initdb, dataDirectory, password)
+          )
+        )
+      )
     } else {
       yield* initialise(initdb, dataDirectory, password)
     }

@@ -21,10 +21,10 @@ export const isAlive = (pid: number): boolean => {
 }
 
 /**
- * Names under {@link root} that start with this are shared data-directory templates (`Cluster.start`), owned by
- * no process: {@link reap} leaves them.
+ * Shared data-directory templates (`Cluster.start`), owned by no process: beside {@link root}, not in it, so no
+ * reaper (this one or an older copy's) deletes one while a start copies it.
  */
-export const templatePrefix = "template-"
+export const templates = join(tmpdir(), "resilience-postgres-templates")
 
 /** A fresh directory for a server owned by this process. */
 export const makeDirectory = (kind: string): string => {
@@ -64,7 +64,6 @@ export const reap = (): ReadonlyArray<string> => {
   if (!existsSync(root)) return []
   const removed: Array<string> = []
   for (const name of readdirSync(root)) {
-    if (name.startsWith(templatePrefix)) continue
     const owner = Number(name.split("-")[0])
     if (isAlive(owner)) continue
     const directory = join(root, name)
