@@ -17,6 +17,9 @@ export const shared = (overrides: ViteUserConfig["test"] = {}): ViteUserConfig =
     test: {
       include: ["test/**/*.test.ts"],
       reporters: ["default", ["json", { outputFile: "test-results/vitest.json" }]],
+      // One worker process runs file after file with its module cache kept (no fork and re-import of Effect and
+      // the package per file): tests share no module state they rely on (each builds its layers and services).
+      isolate: false,
       testTimeout: 30_000,
       hookTimeout: 120_000,
       ...overrides

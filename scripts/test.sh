@@ -1,12 +1,28 @@
 #!/usr/bin/env bash
 # The project's test command: lint, typecheck and every package's Vitest suite (Turbo, per-package cache),
-# then one closing line summed from Vitest's own JSON reports, after the command's wall time.
+# then one closing line summed from Vitest's own JSON reports, after the command's wall time. Lint and typecheck
+# run once over every workspace, not once per package (the same rules, options and files as the packages' own
+# `lint` and `typecheck` tasks): the typecheck is one program (tsconfig.workspaces.json), each file checked once
+# instead of once per package that imports it (~7 s of CPU, not ~100); the lint is one oxlint and one dprint
+# (~2 s, not ~35).
 set -u
 cd "$(dirname "$0")/.."
 started=$SECONDS
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
-turbo run lint //#lint:root typecheck test --continue --concurrency=2 --output-logs=new-only "$@"
+# The longest suite (the deriver's) starts at once in its own Turbo run, beside the rest at concurrency 2:
+# Turbo has no priorities and would start it after the packages it depends on, when it is the critical path.
+# (The failover lab in a third such run was slower: 304 s against 273 s, its cluster's start landing on the
+# busiest first minute.)
+first=(@resilience/deriver)
+pids=()
+for package in "${first[@]}"; do
+  turbo run test --filter="$package" --output-logs=new-only "$@" &
+  pids+=($!)
+done
+turbo run //#lint:root //#lint:workspaces //#typecheck:workspaces test "${first[@]/#/--filter=!}" --continue \
+  --concurrency=2 --output-logs=new-only "$@"
 status=$?
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 echo "lint, typecheck and tests: $((SECONDS - started)) s"
 node scripts/test-summary.ts || status=1
 exit $status

@@ -29,8 +29,8 @@ import { testConfig } from "./support.ts"
 const schema = SchemaName.makeUnsafe("tenant")
 const t = (name: string) => SchemaName.qualify(schema, name)
 
-const session = (url: string, applicationName: string) =>
-  DbSession.layer({ url, connectTimeout: "500 millis", poolClass: "null", poolSize: 1, driver: "pg", applicationName })
+const session = (url: string, applicationName: string, poolClass: "null" | "queue" = "null") =>
+  DbSession.layer({ url, connectTimeout: "500 millis", poolClass, poolSize: 1, driver: "pg", applicationName })
 
 /**
  * The audit of completions: who completed an item (application_name) and who owned its unit in that
@@ -72,9 +72,16 @@ interface Figures {
   readonly completionsByDeriver: string
   /** Ownership rows freed by the stale cleanup (units taken over). */
   readonly takenOver: number
+  /** Items not yet processed when the fault ended. */
+  readonly pendingAfterFault: number
 }
 
-/** Runs `fault` against two derivers draining 300 items in 30 units; returns the figures once all is done. */
+/**
+ * Runs `fault` against two derivers draining 150 items in 30 units (5 per unit: a unit outlives a batch);
+ * returns the figures once all is done. Each item is a checkout (the 30 ms handler outlasts the 20 ms record
+ * flush), so the drain takes seconds and the fault lands while units are held and items pending
+ * (`pendingAfterFault` in the printed figures).
+ */
 const scenario = (
   label: string,
   configInput: Parameters<typeof testConfig>[0],
@@ -104,12 +111,14 @@ const scenario = (
         running = yield* startCluster
       }).pipe(Effect.orDie)
 
-    const admin = session(url, "admin")
+    // The test's own queries (setup, the progress polls every 100 ms, the figures) keep one connection (a new
+    // one after a restart): a connection per poll cost more CPU than the derivers' work.
+    const admin = session(url, "admin", "queue")
     const enqueued = yield* Effect.gen(function*() {
       yield* Migrator.run(schema, [QueueSchema.component])
       const db = yield* DbSession
       for (const sql of auditSql) yield* db.query(sql)
-      const items = Array.from({ length: 10 }, (_, round) =>
+      const items = Array.from({ length: 5 }, (_, round) =>
         Array.from({ length: 30 }, (_, u) => ({ workUnitKey: `unit-${u}`, taskType: "work", payload: { round } })))
         .flat()
       return yield* db.withConnection((c) =>
@@ -153,6 +162,7 @@ const scenario = (
       const rows = yield* db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t("queue")} WHERE NOT processed`)
       return rows[0]?.n ?? -1
     }).pipe(Effect.provide(admin), Effect.orElseSucceed(() => -1))
+    const pendingAfterFault = yield* pending
     const deadline = Date.now() + 90_000
     while ((yield* pending) !== 0 && Date.now() < deadline) yield* Effect.sleep("100 millis")
     yield* Scope.close(derivers, Exit.void)
@@ -174,7 +184,8 @@ const scenario = (
         completionsByDeriver: byDeriver.map((row) => `${row.completed_by}=${row.n}`).join(" "),
         takenOver: yield* one(
           `SELECT count(*)::int AS n FROM ${t("releases")} WHERE silent_seconds > ${staleSeconds}`
-        )
+        ),
+        pendingAfterFault
       } satisfies Figures
     }).pipe(Effect.provide(admin))
     yield* Scope.close(clusterScope, Exit.void)

@@ -20,6 +20,12 @@ export const isAlive = (pid: number): boolean => {
   return probe._tag === "Success" || (probe.failure.cause as NodeJS.ErrnoException).code === "EPERM"
 }
 
+/**
+ * Shared data-directory templates (`Cluster.start`), owned by no process: beside {@link root}, not in it, so no
+ * reaper (this one or an older copy's) deletes one while a start copies it.
+ */
+export const templates = join(tmpdir(), "resilience-postgres-templates")
+
 /** A fresh directory for a server owned by this process. */
 export const makeDirectory = (kind: string): string => {
   mkdirSync(root, { recursive: true, mode: 0o755 })
