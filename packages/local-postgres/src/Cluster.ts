@@ -130,8 +130,11 @@ const template = (initdb: string) =>
     yield* Effect.sync(() => {
       mkdirSync(Orphans.templates, { recursive: true, mode: 0o755 })
       // another process may have renamed its template into place first: then ours is not needed
-      const renamed = Effect.runSync(Effect.result(Effect.try(() => renameSync(building, ready))))
-      if (renamed._tag === "Failure") Orphans.remove(building)
+      try {
+        renameSync(building, ready)
+      } catch {
+        Orphans.remove(building)
+      }
     })
     return join(ready, "data")
   })
