@@ -177,9 +177,10 @@ export type Invalid = InvalidParameter.InvalidParameter
 const invalid = (parameter: string, value: unknown, allowed: string) =>
   new InvalidParameter.InvalidParameter({ parameter, value, allowed })
 
-// Range checks are jitter's (`Parameters.check` and its schemas); values are checked in the environment's units.
+// Range checks are `@resilience/parameters`' (`Parameters.check` and its schemas); values are checked in the
+// environment's units.
 const positiveInteger = Parameters.check(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
-const nonNegativeInteger = Parameters.check(
+const prefetchRange = Parameters.check(
   Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(1000)),
   "an integer from 0 to 1000"
 )
@@ -267,7 +268,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      prefetch: yield* setting(input, names, "prefetch", nonNegativeInteger),
+      prefetch: yield* setting(input, names, "prefetch", prefetchRange),
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,

@@ -111,9 +111,8 @@ export const enqueue = (
  *
  * It walks the unprocessed items in id order (`queue_pending_id_idx`) and keeps an item when its unit has no
  * owner and no earlier unprocessed item (a probe of `queue_unprocessed_idx`), so it stops after `$1` units:
- * its cost follows the units it skips (owned ones, later items of a unit), not the backlog. Grouping the
- * whole backlog by unit, as it did before, read every unprocessed row per claim: 1.6 ms at 2,000 pending
- * units, 49 ms at 100,000, against 0.3 ms for both now (EXPLAIN ANALYZE, issue #20).
+ * its cost follows the units it skips (owned ones, later items of a unit), not the backlog (before migration 6
+ * it grouped every unprocessed row by unit; the measurements are in docs/results/deriver-throughput.md).
  *
  * @since 0.1.0
  */
