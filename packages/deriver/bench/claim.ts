@@ -4,7 +4,8 @@
  * (base 1 s, max 30 s; startup jitter off so the start is not measured), then with a tuned 10 ms interval,
  * for WORKERS 1 and 8, both pool classes, units of 10 and of 1 item; and the latency of a unit that arrives
  * while every worker is busy; and (part `statements`) the claim and record statements alone, back to back on a
- * bare `pg.Client`, unnamed (as the deriver sends them) and as named prepared statements: what a unit costs
+ * bare `pg.Client`, as calls of the functions of queue migration 7 (as the deriver sends them), as the statements'
+ * text unnamed (as before) and as named prepared statements: what a unit costs
  * below the deriver's own path, and what planning costs of it.
  *
  *   npm run bench -w @resilience/deriver
@@ -133,13 +134,20 @@ const claimBenchmark = (url: string) =>
     }
   })
 
+const statementModes = {
+  functions: "calls of queue_claim and queue_record (as the deriver)",
+  unnamed: "the statements' text, unnamed (as before queue migration 7)",
+  named: "the statements' text as named prepared statements"
+} as const
+
 /**
  * The unit's two statements without the deriver: `units` single-item units claimed one at a time and recorded
- * (released) at once on one bare `pg.Client`, unnamed or as named prepared statements; per-unit milliseconds.
+ * (released) at once on one bare `pg.Client`, in one of {@link statementModes}; per-unit milliseconds.
  */
-const statements = (url: string, units: number, named: boolean) =>
+const statements = (url: string, units: number, mode: "unnamed" | "named" | "functions") =>
   Effect.gen(function*() {
-    const schema = SchemaName.makeUnsafe(`bench_st_${named ? "named" : "unnamed"}`)
+    const named = mode === "named"
+    const schema = SchemaName.makeUnsafe(`bench_st_${mode}`)
     const db = yield* DbSession
     yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
     yield* Migrator.run(schema, [QueueSchema.component])
@@ -154,8 +162,13 @@ const statements = (url: string, units: number, named: boolean) =>
       const client = new pg.Client({ connectionString: url })
       client.on("error", () => {})
       await client.connect()
-      const claimText = Queue.claimWithItemsSql(schema)
-      const recordText = Queue.recordSql(schema)
+      const { claim, record } = Queue.functions(schema)
+      const claimText = mode === "functions"
+        ? `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer)`
+        : Queue.claimWithItemsSql(schema)
+      const recordText = mode === "functions"
+        ? `SELECT owned, marked FROM ${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`
+        : Queue.recordSql(schema)
       let claimMillis = 0
       let recordMillis = 0
       const started = now()
@@ -192,7 +205,7 @@ const statements = (url: string, units: number, named: boolean) =>
       }
       await client.end()
       return {
-        named,
+        mode,
         units,
         seconds,
         claimMillis: claimMillis / units,
@@ -396,9 +409,9 @@ const program = Effect.gen(function*() {
   }
   const bare: Array<Effect.Success<ReturnType<typeof statements>>> = []
   if (parts.has("statements")) {
-    for (const named of [false, true]) {
-      yield* log(`the unit's statements on a bare pg.Client, ${named ? "named prepared" : "unnamed"}…`)
-      bare.push(yield* statements(dbUrl, throughputItems, named).pipe(Effect.provide(session(dbUrl, "queue"))))
+    for (const mode of ["functions", "unnamed", "named"] as const) {
+      yield* log(`the unit's statements on a bare pg.Client, ${statementModes[mode]}…`)
+      bare.push(yield* statements(dbUrl, throughputItems, mode).pipe(Effect.provide(session(dbUrl, "queue"))))
     }
   }
   const fmt = (ms: number) => `${ms.toFixed(3)} ms`
@@ -447,9 +460,9 @@ const program = Effect.gen(function*() {
     yield* log("| statements | units/s | claim (mean) | record (mean) | SELECT 1 (mean) |\n|---|---|---|---|---|")
     for (const run of bare) {
       yield* log(
-        `| ${run.named ? "named prepared" : "unnamed (as the deriver)"} | ${(run.units / run.seconds).toFixed(0)} | ${
-          fmt(run.claimMillis)
-        } | ${fmt(run.recordMillis)} | ${fmt(run.roundTripMillis)} |`
+        `| ${statementModes[run.mode]} | ${(run.units / run.seconds).toFixed(0)} | ${fmt(run.claimMillis)} | ${
+          fmt(run.recordMillis)
+        } | ${fmt(run.roundTripMillis)} |`
       )
     }
   }

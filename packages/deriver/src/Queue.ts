@@ -64,6 +64,20 @@ const tables = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
+ * The names of the functions that queue migration 7 makes of {@link claimWithItemsSql} and {@link recordSql}
+ * (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
+ * their text: PL/pgSQL keeps each statement's plan for the life of the server connection, so the server plans
+ * them once per connection, not on every call, with no named prepared statement on the wire (PgBouncer in
+ * transaction mode before 1.21 cannot carry those). The measurements are in docs/results/deriver-throughput.md.
+ *
+ * @since 0.2.0
+ */
+export const functions = (schema: SchemaName.SchemaName) => ({
+  claim: SchemaName.qualify(schema, "queue_claim"),
+  record: SchemaName.qualify(schema, "queue_record")
+})
+
+/**
  * One statement over `rows`, passed as a JSON array in `$1`, and the count it reports; no statement at all for
  * no rows.
  */
@@ -144,7 +158,9 @@ const claimCtes = (schema: SchemaName.SchemaName): string => {
 /**
  * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` unprocessed
  * items in id order (as JSON text): the claim and the first read of each unit in one round trip. Fenced by
- * construction: the items are read by the statement that made the claim.
+ * construction: the items are read by the statement that made the claim. Queue migration 7 installs it as the
+ * function `queue_claim` ({@link functions}), which {@link claimWithItems} calls: a change to it needs a new
+ * migration that replaces the function.
  *
  * @since 0.2.0
  */
@@ -173,11 +189,14 @@ export const claimWithItems = (
   limit <= 0
     ? Effect.succeed([])
     : Effect.map(
-      connection.query<{ work_unit_key: string; id: string; items: string }>(claimWithItemsSql(schema), [
-        limit,
-        owner,
-        batchSize
-      ]),
+      connection.query<{ work_unit_key: string; id: string; items: string }>(
+        `SELECT work_unit_key, id, items FROM ${functions(schema).claim}($1::integer, $2::text, $3::integer)`,
+        [
+          limit,
+          owner,
+          batchSize
+        ]
+      ),
       (rows) =>
         rows.map((row) => ({
           claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
@@ -289,7 +308,9 @@ export interface Recorded {
 
 /**
  * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error }`), `$2` the unit,
- * `$3` the owner, `$4` release (else heartbeat), `$5` the claim id.
+ * `$3` the owner, `$4` release (else heartbeat), `$5` the claim id. Queue migration 7 installs it as the
+ * function `queue_record` ({@link functions}), which {@link record} calls: a change to it needs a new migration
+ * that replaces the function.
  *
  * @since 0.2.0
  */
@@ -333,13 +354,16 @@ export const record = (
   release: boolean
 ): Effect.Effect<Recorded, QueryError> =>
   Effect.map(
-    connection.query<{ owned: boolean; marked: number }>(recordSql(schema), [
-      JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
-      claim.workUnitKey,
-      claim.owner,
-      release,
-      claim.id
-    ]),
+    connection.query<{ owned: boolean; marked: number }>(
+      `SELECT owned, marked FROM ${functions(schema).record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`,
+      [
+        JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
+        claim.workUnitKey,
+        claim.owner,
+        release,
+        claim.id
+      ]
+    ),
     (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
   )
 

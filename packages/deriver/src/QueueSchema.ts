@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import type * as Migrator from "./Migrator.ts"
+import * as Queue from "./Queue.ts"
 import * as SchemaName from "./SchemaName.ts"
 
 /**
@@ -20,6 +21,8 @@ import * as SchemaName from "./SchemaName.ts"
  * 5. Who completed each item (`processed_by`, `processed_claim`, `processed_at`).
  * 6. The partial index `queue_pending_id_idx (id) WHERE NOT processed`: the claim walks the backlog in id
  *    order and stops after the units it takes, instead of grouping the whole backlog per claim.
+ * 7. The functions `queue_claim` and `queue_record`: a unit's claim and record statements as PL/pgSQL, so the
+ *    server keeps their plans per connection instead of planning them on every call (see `Queue.functions`).
  *
  * @since 0.1.0
  */
@@ -87,6 +90,25 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
     up: (schema) => [
       `CREATE INDEX queue_pending_id_idx ON ${SchemaName.qualify(schema, "queue")} (id) WHERE NOT processed`
     ]
+  },
+  {
+    version: 7,
+    name: "claim and record functions",
+    // The bodies are the statements of `Queue.claimWithItemsSql` and `Queue.recordSql` as they are now (PL/pgSQL
+    // reads `$n` as the n-th argument); a later change to either statement needs a migration that replaces its
+    // function. `use_column`: the result columns' names are also the tables' column names. An instance of an
+    // older version sends the statements themselves and ignores the functions.
+    up: (schema) => {
+      const { claim, record } = Queue.functions(schema)
+      const body = (statement: string) =>
+        `$body$\n#variable_conflict use_column\nBEGIN\n  RETURN QUERY ${statement};\nEND\n$body$`
+      return [
+        `CREATE FUNCTION ${claim}(integer, text, integer) RETURNS TABLE (work_unit_key text, id text, items text)
+          LANGUAGE plpgsql AS ${body(Queue.claimWithItemsSql(schema))}`,
+        `CREATE FUNCTION ${record}(jsonb, text, text, boolean, bigint) RETURNS TABLE (owned boolean, marked integer)
+          LANGUAGE plpgsql AS ${body(Queue.recordSql(schema))}`
+      ]
+    }
   }
 ]
 
