@@ -96,17 +96,19 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
     name: "claim and record functions",
     // The bodies are the statements of `Queue.claimWithItemsSql` and `Queue.recordSql` as they are now (PL/pgSQL
     // reads `$n` as the n-th argument); a later change to either statement needs a migration that replaces its
-    // function. `use_column`: the result columns' names are also the tables' column names. An instance of an
-    // older version sends the statements themselves and ignores the functions.
+    // function. `use_column`: the result columns' names are also the tables' column names. `force_generic_plan`:
+    // PL/pgSQL would otherwise plan the claim afresh on every call (its generic plan's estimate for `LIMIT $1`
+    // looks costlier than the custom plans, so the server never switches); the generic plans read the same rows
+    // (Queue.test.ts). An instance of an older version sends the statements themselves and ignores the functions.
     up: (schema) => {
       const { claim, record } = Queue.functions(schema)
       const body = (statement: string) =>
         `$body$\n#variable_conflict use_column\nBEGIN\n  RETURN QUERY ${statement};\nEND\n$body$`
       return [
         `CREATE FUNCTION ${claim}(integer, text, integer) RETURNS TABLE (work_unit_key text, id text, items text)
-          LANGUAGE plpgsql AS ${body(Queue.claimWithItemsSql(schema))}`,
+          LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS ${body(Queue.claimWithItemsSql(schema))}`,
         `CREATE FUNCTION ${record}(jsonb, text, text, boolean, bigint) RETURNS TABLE (owned boolean, marked integer)
-          LANGUAGE plpgsql AS ${body(Queue.recordSql(schema))}`
+          LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS ${body(Queue.recordSql(schema))}`
       ]
     }
   }

@@ -218,8 +218,8 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
             return rows[0]!["QUERY PLAN"][0]!.Plan
           })
         )
-      // The plan PL/pgSQL keeps for `queue_claim` after its first calls: the generic plan of the statement with
-      // items (the same walk), forced here so the test does not depend on when the server switches to it.
+      // The plan `queue_claim` keeps for the life of a connection: the generic plan of the statement with items
+      // (the function forces it: `plan_cache_mode = force_generic_plan`). It walks the same rows.
       const explainGeneric = (limit: number) =>
         db.withConnection((connection) =>
           Effect.gen(function*() {
@@ -241,6 +241,11 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       const walked = (plan: PlanNode) => rowsOf(plan, "queue_pending_id_idx")
       assert.strictEqual(walked(yield* explain(2)), 104)
       assert.strictEqual(walked(yield* explainGeneric(2)), 104)
+      const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
+        `SELECT proconfig FROM pg_proc WHERE oid = $1::regproc`,
+        [Queue.functions(schema).claim]
+      )
+      assert.deepStrictEqual(config[0]?.proconfig, ["plan_cache_mode=force_generic_plan"])
       // Two more units: y's 2 later items are skipped, then 2 backlog units.
       assert.strictEqual(walked(yield* explain(4)), 108)
       assert.strictEqual(walked(yield* explainGeneric(4)), 108)
