@@ -74,6 +74,12 @@ interface Context<R> {
   readonly claims: Map<string, Array<Queue.Claim>>
   /** The first batch of each claimed unit, read by the claim statement itself (by ownership row id). */
   readonly prefetched: Map<string, ReadonlyArray<Queue.Item>>
+  /**
+   * Whether workers stop claiming their next unit with their last record: set when such a record took longer
+   * than a slow poll (a thrash signal that only the poller's own claims report to the overload schedule),
+   * cleared by the next poll that claims.
+   */
+  readonly along: { paused: boolean }
 }
 
 /** One checkout of this deriver, through its gate (waits while the process backs off). */
@@ -98,13 +104,8 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
             yield* pruneHistory(ctx, connection)
           }
           const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
-          for (const { claim, items } of claimed) {
-            const waiting = ctx.claims.get(claim.workUnitKey)
-            if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
-            else waiting.push(claim)
-            ctx.prefetched.set(claim.id, items)
-          }
-          return claimed.map(({ claim }) => claim.workUnitKey)
+          ctx.along.paused = false
+          return register(ctx, claimed)
         })
       )
     ),
@@ -121,6 +122,20 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
         : ctx.conditions.report("poll failed", error)
     )
   )
+
+/** Keeps claimed units for their workers (claim and first batch); returns their keys, in claim order. */
+const register = <R>(
+  ctx: Context<R>,
+  claimed: ReadonlyArray<{ readonly claim: Queue.Claim; readonly items: ReadonlyArray<Queue.Item> }>
+): ReadonlyArray<string> => {
+  for (const { claim, items } of claimed) {
+    const waiting = ctx.claims.get(claim.workUnitKey)
+    if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
+    else waiting.push(claim)
+    ctx.prefetched.set(claim.id, items)
+  }
+  return claimed.map(({ claim }) => claim.workUnitKey)
+}
 
 /** A poll's checkout plus claim took longer than `DERIVER_CLAIM_TIMEOUT_SECONDS` and was interrupted. */
 class ClaimTimedOut extends Data.TaggedError("ClaimTimedOut")<{ readonly timeoutMillis: number }> {}
@@ -318,20 +333,32 @@ const handleBatch = <R>(ctx: Context<R>, claim: Queue.Claim, batch: ReadonlyArra
 
 /**
  * Records a batch's outcomes in one statement (one checkout), with the heartbeat, or with the release of the
- * unit when `release` (the unit looked drained). Returns undefined when the database failed: the batch's
- * items stay unprocessed and are handled again (at-least-once).
+ * unit when `release` (the unit looked drained). With `release`, when `along` says > 0, the same statement claims
+ * that many more units for this worker ({@link Queue.recordAndClaim}): their keys come back in `next`. Returns
+ * undefined when the database failed: the batch's items stay unprocessed and are handled again
+ * (at-least-once).
  */
 const recordBatch = <R>(
   ctx: Context<R>,
   claim: Queue.Claim,
   outcomes: ReadonlyArray<Queue.Outcome>,
-  release: boolean
+  release: boolean,
+  along: Effect.Effect<number> = Effect.succeed(0)
 ) =>
   Effect.gen(function*() {
     const unit = claim.workUnitKey
+    const limit = release && !ctx.along.paused ? yield* along : 0
+    const claimAlong = limit > 0
+    const startedAt = yield* Clock.currentTimeMillis
     const recorded = yield* checkout(
       ctx,
-      (connection) => Queue.record(connection, ctx.schema, claim, outcomes, release)
+      (connection) =>
+        claimAlong
+          ? Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize)
+          : Effect.map(
+            Queue.record(connection, ctx.schema, claim, outcomes, release),
+            (recorded) => ({ recorded, claimed: [] })
+          )
     ).pipe(Effect.result)
     if (recorded._tag === "Failure") {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, outcomes.length)
@@ -341,6 +368,10 @@ const recordBatch = <R>(
       })
       return undefined
     }
+    if (claimAlong && ctx.config.overloadEnabled) {
+      const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
+      if (elapsedMillis > ctx.config.overload.slowPollMillis) ctx.along.paused = true
+    }
     const failed = outcomes.filter((outcome) => outcome.error !== undefined)
     yield* Metric.update(DeriverMetrics.itemsProcessed, outcomes.length - failed.length)
     if (failed.length > 0) yield* Metric.update(DeriverMetrics.itemsFailed, failed.length)
@@ -349,24 +380,27 @@ const recordBatch = <R>(
         Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error })
       )
     }
-    return recorded.success
+    return { ...recorded.success.recorded, next: register(ctx, recorded.success.claimed) }
   })
 
 // ---------------------------------------------------------------------------------------------------------
 // Unit: drain in id order, then release
 
-/** How a drain ended: the unit is released already, still ours to release, or taken by a stale cleanup. */
+/**
+ * How a drain ended: the unit is released already (with the units its last record claimed for this worker),
+ * still ours to release, or taken by a stale cleanup.
+ */
 type Drained =
-  | { readonly _tag: "Released" }
+  | { readonly _tag: "Released"; readonly next: ReadonlyArray<string> }
   | { readonly _tag: "Drained"; readonly failures: PollBackoff.State }
   | { readonly _tag: "Lost" }
 
 /**
  * Drains a unit batch by batch (read, handle, record: two checkouts per batch), backing off a failing
  * database. A batch shorter than the batch size means the unit looks drained: its record also releases the
- * unit, so a unit that fits in one batch costs two checkouts besides its share of the claim.
+ * unit and, with `along` > 0, claims this worker's next unit in the same statement.
  */
-const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
+const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim, along: Effect.Effect<number>) =>
   Effect.gen(function*() {
     const unit = claim.workUnitKey
     let failures = PollBackoff.initial(ctx.config.workerBackoff)
@@ -388,10 +422,10 @@ const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
       const handled = yield* handleBatch(ctx, claim, batch.success)
       const release = handled.complete && batch.success.length < ctx.config.batchSize
       const recorded = handled.lost
-        ? { owned: false, marked: 0 }
+        ? { owned: false, marked: 0, next: [] }
         : handled.pending.length === 0 && !release
-        ? { owned: true, marked: 0 }
-        : yield* recordBatch(ctx, claim, handled.pending, release)
+        ? { owned: true, marked: 0, next: [] }
+        : yield* recordBatch(ctx, claim, handled.pending, release, along)
       if (recorded !== undefined && !recorded.owned) {
         return { _tag: "Lost" } as Drained
       }
@@ -401,7 +435,7 @@ const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim) =>
       }
       failures = PollBackoff.initial(ctx.config.workerBackoff)
       if (release) {
-        return { _tag: "Released" } as Drained
+        return { _tag: "Released", next: recorded.next } as Drained
       }
     }
   })
@@ -437,27 +471,30 @@ const takeClaim = <R>(ctx: Context<R>, unit: string): Queue.Claim | undefined =>
  * how long it took. When a heartbeat finds the claim gone, the worker gives the unit up at once (its handler
  * is interrupted; the fenced statements would not let it read or complete anything anyway).
  */
-const processUnit = <R>(ctx: Context<R>) => (unit: string): Effect.Effect<void, never, R> =>
-  Effect.gen(function*() {
-    const claim = takeClaim(ctx, unit)
-    if (claim === undefined) return
-    const startedAt = yield* Clock.currentTimeMillis
-    const work = Effect.gen(function*() {
-      const drained = yield* drainUnit(ctx, claim)
-      if (drained._tag === "Lost") return "lost" as const
-      if (drained._tag === "Drained") yield* releaseUnit(ctx, claim, drained.failures)
-      return "done" as const
-    })
-    const outcome = yield* Effect.raceFirst(work, keepAlive(ctx, claim))
-    if (outcome === "lost") {
-      yield* Effect.logWarning("lost ownership of the unit (stale cleanup); gave it up").pipe(
-        Effect.annotateLogs({ schema: ctx.schema, claim: claim.id })
-      )
-      return
-    }
-    const finishedAt = yield* Clock.currentTimeMillis
-    yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
-  }).pipe(Effect.annotateLogs({ unit }))
+const processUnit =
+  <R>(ctx: Context<R>) =>
+  (unit: string, along: Effect.Effect<number>): Effect.Effect<ReadonlyArray<string>, never, R> =>
+    Effect.gen(function*() {
+      const claim = takeClaim(ctx, unit)
+      if (claim === undefined) return []
+      const startedAt = yield* Clock.currentTimeMillis
+      const work = Effect.gen(function*() {
+        const drained = yield* drainUnit(ctx, claim, along)
+        if (drained._tag === "Lost") return "lost" as const
+        if (drained._tag === "Drained") yield* releaseUnit(ctx, claim, drained.failures)
+        return drained._tag === "Released" ? drained.next : []
+      })
+      const outcome = yield* Effect.raceFirst(work, keepAlive(ctx, claim))
+      if (outcome === "lost") {
+        yield* Effect.logWarning("lost ownership of the unit (stale cleanup); gave it up").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, claim: claim.id })
+        )
+        return []
+      }
+      const finishedAt = yield* Clock.currentTimeMillis
+      yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
+      return outcome
+    }).pipe(Effect.annotateLogs({ unit }))
 
 // ---------------------------------------------------------------------------------------------------------
 // Shutdown: release every unit still held
@@ -521,7 +558,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       gate,
       handlerSession: CheckoutGate.session(gate, session),
       claims: new Map(),
-      prefetched: new Map()
+      prefetched: new Map(),
+      along: { paused: false }
     }
     const loop = yield* PollLoop.start<R>(
       {
@@ -534,6 +572,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       {
         workers: config.workers,
         prefetch: config.prefetch,
+        claimAlong: true,
         backoff: config.backoff,
         initialInterval: config.initialInterval,
         startupJitterMillis: config.startupJitterMillis,

@@ -25,8 +25,16 @@ export interface Source<R> {
    * (typically the database being unavailable) is an `error` outcome; the source logs it.
    */
   readonly poll: (limit: number, cleanup: boolean) => Effect.Effect<ReadonlyArray<string>, unknown, R>
-  /** Works a claimed unit until it is drained, releasing it when done. Interrupted at the end of the grace. */
-  readonly process: (unit: string) => Effect.Effect<void, never, R>
+  /**
+   * Works a claimed unit until it is drained, releasing it when done. Interrupted at the end of the grace.
+   * `along` says, when read, how many more units it may claim in the statement that releases this one (0
+   * unless {@link Options.claimAlong}; read it at that statement, the loop's state may have changed since the
+   * unit started); it returns their keys, and the same worker takes them next, without a poll.
+   */
+  readonly process: (
+    unit: string,
+    along: Effect.Effect<number>
+  ) => Effect.Effect<ReadonlyArray<string> | void, never, R>
   /** Releases every unit this instance still holds; runs once, after the workers have stopped. */
   readonly releaseAll: Effect.Effect<void, never, R>
   /**
@@ -54,6 +62,12 @@ export interface Options {
    * takes it at once, without a poll in between, while the poller claims the next one.
    */
   readonly prefetch?: number | undefined
+  /**
+   * A worker that finishes a unit claims its next one in the same statement (`along` = 1 for
+   * {@link Source.process}; default false). Only while the last decision left no overload floor and its poll
+   * did not fail, and never while no unit claimed ahead is waiting: otherwise the poller claims, as without it.
+   */
+  readonly claimAlong?: boolean | undefined
   readonly backoff: PollBackoff.Settings
   /** Where the schedule starts after the startup delay (default `base`). */
   readonly initialInterval?: Scheduling.InitialInterval | undefined
@@ -133,6 +147,9 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     const ready: Array<string> = []
     /** Workers running a unit now (each holds a permit of `semaphore`). */
     let running = 0
+    /** Whether a worker may claim its next unit along with its last record (see {@link Options.claimAlong}). */
+    let alongAllowed = false
+    const along = Effect.sync(() => alongAllowed && !stopping && ready.length === 0 ? 1 : 0)
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()
@@ -159,7 +176,19 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         let unit: string | undefined = first
         while (unit !== undefined) {
           const current: string = unit
-          yield* source.process(current).pipe(Effect.ensuring(Effect.sync(() => held.delete(current))))
+          const next = yield* source.process(current, along).pipe(
+            Effect.tap((next) =>
+              Effect.sync(() => {
+                for (const claimed of next ?? []) held.add(claimed)
+              })
+            ),
+            Effect.ensuring(Effect.sync(() => held.delete(current)))
+          )
+          if (next !== undefined && next.length > 0) {
+            // this worker's own claims come first; more than it can take wait like units claimed ahead
+            ready.unshift(...next)
+            yield* Metric.update(DeriverMetrics.claims, next.length)
+          }
           unit = stopping ? undefined : ready.shift()
           if (unit !== undefined) {
             yield* Deferred.succeed(workerFreed, undefined)
@@ -265,6 +294,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         )
         state = decision.schedule
         overload = decision.overload
+        alongAllowed = options.claimAlong === true && decision.floorMillis === 0 && outcome !== "error"
         yield* Metric.update(DeriverMetrics.pollsBy[outcome], 1)
         yield* Metric.update(DeriverMetrics.pollInterval, state.currentMillis / 1000)
         yield* Metric.update(DeriverMetrics.overloadFloor, decision.floorMillis / 1000)

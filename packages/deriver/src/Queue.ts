@@ -197,14 +197,19 @@ export const claimWithItems = (
           batchSize
         ]
       ),
-      (rows) =>
-        rows.map((row) => ({
-          claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
-          items: (JSON.parse(row.items) as ReadonlyArray<{ id: string; task_type: string; payload: unknown }>).map((
-            item
-          ) => ({ id: item.id, workUnitKey: row.work_unit_key, taskType: item.task_type, payload: item.payload }))
-        }))
+      (rows) => rows.map((row) => claimedOf(row, owner))
     )
+
+/** A claimed unit with its first batch, from a row of {@link claimWithItemsSql} (items as JSON text). */
+const claimedOf = (
+  row: { readonly work_unit_key: string; readonly id: string; readonly items: string },
+  owner: string
+): { readonly claim: Claim; readonly items: ReadonlyArray<Item> } => ({
+  claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
+  items: (JSON.parse(row.items) as ReadonlyArray<{ id: string; task_type: string; payload: unknown }>).map((
+    item
+  ) => ({ id: item.id, workUnitKey: row.work_unit_key, taskType: item.task_type, payload: item.payload }))
+})
 
 /**
  * Claims up to `limit` work units for `owner` (see {@link claimSql}); returns the {@link Claim}s, oldest first.
@@ -306,6 +311,10 @@ export interface Recorded {
   readonly marked: number
 }
 
+/** The outcomes as the record statement's `$1`: a JSON array of `{ id, error }`. */
+const outcomesJson = (outcomes: ReadonlyArray<Outcome>): string =>
+  JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null })))
+
 /**
  * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error }`), `$2` the unit,
  * `$3` the owner, `$4` release (else heartbeat), `$5` the claim id. Queue migration 7 installs it as the
@@ -357,7 +366,7 @@ export const record = (
     connection.query<{ owned: boolean; marked: number }>(
       `SELECT owned, marked FROM ${functions(schema).record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`,
       [
-        JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))),
+        outcomesJson(outcomes),
         claim.workUnitKey,
         claim.owner,
         release,
@@ -365,6 +374,65 @@ export const record = (
       ]
     ),
     (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
+  )
+
+/**
+ * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link recordSql}, then, only
+ * when the claim still held, `queue_claim` of up to `$6` units for the same owner with `$7` items each. Each
+ * function's statement runs on a snapshot of its own, so the claim sees the record's release. One row per
+ * claimed unit, or one row with no unit.
+ *
+ * @since 0.2.0
+ */
+export const recordAndClaimSql = (schema: SchemaName.SchemaName): string => {
+  const { claim, record } = functions(schema)
+  return `SELECT r.owned, r.marked, c.work_unit_key, c.id, c.items
+FROM ${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint) r
+LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer) c ON true`
+}
+
+/**
+ * {@link record}, then the claim of up to `limit` more units for the same owner, with the first `batchSize`
+ * items of each (as {@link claimWithItems}), in ONE statement and one transaction: a worker that finishes a
+ * unit takes its next one in the same round trip. Nothing is claimed when the record found the claim gone.
+ *
+ * @since 0.2.0
+ */
+export const recordAndClaim = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  claim: Claim,
+  outcomes: ReadonlyArray<Outcome>,
+  release: boolean,
+  limit: number,
+  batchSize: number
+): Effect.Effect<
+  {
+    readonly recorded: Recorded
+    readonly claimed: ReadonlyArray<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }>
+  },
+  QueryError
+> =>
+  Effect.map(
+    connection.query<
+      { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
+    >(recordAndClaimSql(schema), [
+      outcomesJson(outcomes),
+      claim.workUnitKey,
+      claim.owner,
+      release,
+      claim.id,
+      limit,
+      batchSize
+    ]),
+    (rows) => ({
+      recorded: { owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 },
+      claimed: rows.flatMap(({ id, items, work_unit_key }) =>
+        work_unit_key === null || id === null || items === null
+          ? []
+          : [claimedOf({ work_unit_key, id, items }, claim.owner)]
+      )
+    })
   )
 
 /**

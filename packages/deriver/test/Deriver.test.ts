@@ -5,6 +5,7 @@ import { TestDatabase } from "@resilience/test-db"
 import { Deferred, Effect, Predicate, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
+import type * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
 import * as Queue from "../src/Queue.ts"
 import * as SchemaName from "../src/SchemaName.ts"
@@ -64,6 +65,43 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
         assert.deepStrictEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), `${unit} in id order`)
       }
       assert.strictEqual(yield* owned(schema), 0, "every unit was released")
+    }))
+
+  it.effect("a worker takes its next unit in the record of its last; not while a record or poll is slow", () =>
+    Effect.gen(function*() {
+      /** Drains `n` single-item units with one worker; returns how many of them the poller's own claims took. */
+      const drain = (n: number, input: DeriverConfig.Input) =>
+        Effect.gen(function*() {
+          const schema = yield* freshSchema
+          yield* enqueue(
+            schema,
+            Array.from({ length: n }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "t", payload: {} }))
+          )
+          let polled = 0
+          const config = yield* testConfig({ workers: 1, ...input })
+          yield* withScope((scope) =>
+            Effect.gen(function*() {
+              yield* Scope.provide(
+                Deriver.start({
+                  schema,
+                  handlers: Handlers.make({ t: () => Effect.void }),
+                  config,
+                  observer: (event) =>
+                    Effect.sync(() => {
+                      if (event._tag === "Polled") polled += event.claimed.length
+                    })
+                }),
+                scope
+              )
+              yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+            })
+          )
+          assert.strictEqual(yield* owned(schema), 0, "every unit was released")
+          return polled
+        })
+      assert.isAtMost(yield* drain(30, {}), 2, "the polls claimed the first unit (and one after a rare empty record)")
+      // every statement counts as slow (a thrash signal): the poller claims each unit under its overload floor
+      assert.strictEqual(yield* drain(8, { overloadSlowPollSeconds: 0.000001, overloadMaxIntervalSeconds: 0.2 }), 8)
     }))
 
   it.effect("a handler's DbSession is the deriver's gated one: its checkouts go through the checkout gate, and work", () =>

@@ -373,3 +373,75 @@ describe("PollLoop prefetch", () => {
       assert.deepStrictEqual(starts.map(([unit]) => unit), ["u0"], "u1 was not started")
     }))
 })
+
+describe("PollLoop claim along", () => {
+  /**
+   * `workers` workers, `claimAlong` on; the poll follows `script`; each unit takes 100 ms and, when the loop lets
+   * it (`along` > 0), claims the next of u0…u5 that no one has taken, as the record statement would.
+   */
+  const alongLoop = (script: (index: number, limit: number) => Step, workers = 1) =>
+    Effect.gen(function*() {
+      const alongs: Array<readonly [string, number]> = []
+      const starts: Array<readonly [string, number]> = []
+      let polls = 0
+      let next = 0
+      const take = (n: number) => Array.from({ length: Math.max(0, Math.min(n, 6 - next)) }, () => `u${next++}`)
+      const loop = yield* PollLoop.start({
+        poll: (limit) =>
+          Effect.suspend(() => {
+            const step = script(polls++, limit)
+            if (step === "error") return Effect.fail("database unavailable")
+            return Effect.succeed(step === "empty" ? [] : take(step.length))
+          }),
+        process: (unit, along) =>
+          Effect.gen(function*() {
+            starts.push([unit, yield* Clock.currentTimeMillis])
+            yield* Effect.sleep("100 millis")
+            const n = yield* along
+            alongs.push([unit, n])
+            return take(n)
+          }),
+        releaseAll: Effect.void
+      }, {
+        workers,
+        claimAlong: true,
+        backoff: settings(0),
+        startupJitterMillis: 0,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 1000
+      })
+      return { alongs, loop, polls: () => polls, starts }
+    })
+
+  it.effect("a worker that finishes takes the unit its record claimed at once, with no poll in between", () =>
+    Effect.gen(function*() {
+      const { alongs, loop, polls, starts } = yield* alongLoop((index) => index === 0 ? ["first"] : "empty")
+      for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(starts, [["u0", 0], ["u1", 100], ["u2", 200], ["u3", 300], ["u4", 400], ["u5", 500]])
+      assert.strictEqual(polls(), 1, "the poller claimed only the first unit (its busy sleep is 1 s)")
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(alongs.map(([, along]) => along), [1, 1, 1, 1, 1, 1], "each record may claim one")
+      assert.strictEqual(polls(), 2, "u5's record found nothing: the worker is free and the poller polls")
+      yield* loop.shutdown
+    }))
+
+  it.effect("no claim along after a failed poll: the poller's schedule decides when the next claim is made", () =>
+    Effect.gen(function*() {
+      // two workers: the first poll claims one unit, the second (at once, one worker is free) fails
+      const { alongs, loop } = yield* alongLoop((index) => index === 0 ? ["first"] : index === 1 ? "error" : "empty", 2)
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(alongs, [["u0", 0]], "the worker's record claimed nothing")
+      yield* loop.shutdown
+    }))
+
+  it.effect("no claim along once a shutdown has begun", () =>
+    Effect.gen(function*() {
+      const { alongs, loop, starts } = yield* alongLoop((index) => index === 0 ? ["first"] : "empty")
+      yield* TestClock.adjust("50 millis")
+      const stopping = yield* Effect.forkChild(loop.shutdown)
+      yield* TestClock.adjust("100 millis")
+      yield* Fiber.join(stopping)
+      assert.deepStrictEqual(alongs, [["u0", 0]])
+      assert.deepStrictEqual(starts.map(([unit]) => unit), ["u0"])
+    }))
+})

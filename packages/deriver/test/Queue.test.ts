@@ -267,6 +267,36 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* on(Queue.claimWithItems, 10, "other", 3), [])
     }))
 
+  it.effect("a record that releases its unit claims the next ones in the same statement; a lost claim claims none", () =>
+    Effect.gen(function*() {
+      const { on, queue, sessions } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("a", 1), ...items("b", 2), ...items("c", 1), ...items("d", 1)])
+      const [first] = yield* on(Queue.claimWithItems, 1, "me", 20)
+      assert.deepStrictEqual(first!.items.map((item) => item.workUnitKey), ["a"])
+      const outcomes = first!.items.map((item) => ({ item, error: undefined }))
+      const { claimed, recorded } = yield* on(Queue.recordAndClaim, first!.claim, outcomes, true, 2, 20)
+      assert.deepStrictEqual(recorded, { owned: true, marked: 1 })
+      // a is released (its ownership row is gone before the claim looks), b and c are the next oldest units
+      assert.deepStrictEqual(claimed.map(({ claim }) => claim.workUnitKey), ["b", "c"])
+      assert.deepStrictEqual(claimed.map(({ items }) => items.length), [2, 1], "each with its first batch")
+      assert.deepStrictEqual(claimed.map(({ claim }) => claim.owner), ["me", "me"])
+      assert.strictEqual(yield* count(`SELECT count(*) FROM ${sessions} WHERE owner = 'me'`), 2)
+      assert.strictEqual(yield* count(`SELECT count(*) FROM ${queue} WHERE processed`), 1)
+      // c's claim taken away (a stale cleanup): its record marks nothing and claims nothing (d stays free)
+      const c = claimed[1]!
+      yield* on(Queue.release, [c.claim])
+      const lost = yield* on(
+        Queue.recordAndClaim,
+        c.claim,
+        c.items.map((item) => ({ item, error: undefined })),
+        true,
+        2,
+        20
+      )
+      assert.deepStrictEqual(lost, { recorded: { owned: false, marked: 0 }, claimed: [] })
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 10, "other")), ["c", "d"])
+    }))
+
   it.effect("history retention deletes only processed items past the window, in batches", () =>
     Effect.gen(function*() {
       const { db, on, queue } = yield* freshQueue
