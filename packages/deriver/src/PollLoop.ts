@@ -177,13 +177,10 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         while (unit !== undefined) {
           const current: string = unit
           const next = yield* source.process(current, along).pipe(
-            Effect.tap((next) =>
-              Effect.sync(() => {
-                for (const claimed of next ?? []) held.add(claimed)
-              })
-            ),
             Effect.ensuring(Effect.sync(() => held.delete(current)))
           )
+          // after the delete: the record may have claimed the same unit again (new items came in)
+          for (const claimed of next ?? []) held.add(claimed)
           if (next !== undefined && next.length > 0) {
             // this worker's own claims come first; more than it can take wait like units claimed ahead
             ready.unshift(...next)

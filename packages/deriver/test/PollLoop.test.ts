@@ -425,6 +425,36 @@ describe("PollLoop claim along", () => {
       yield* loop.shutdown
     }))
 
+  it.effect("a record that claims its own unit again (new items came in) keeps it held while it runs", () =>
+    Effect.gen(function*() {
+      const heldDuring: Array<ReadonlyArray<string>> = []
+      let runs = 0
+      let loop: PollLoop.PollLoop | undefined
+      loop = yield* PollLoop.start({
+        poll: () => Effect.succeed(runs === 0 ? ["u"] : []),
+        process: (unit, along) =>
+          Effect.gen(function*() {
+            runs++
+            yield* Effect.sleep("100 millis")
+            if (loop !== undefined) heldDuring.push(yield* loop.held)
+            return runs === 1 && (yield* along) > 0 ? [unit] : []
+          }),
+        releaseAll: Effect.void
+      }, {
+        workers: 1,
+        claimAlong: true,
+        backoff: settings(0),
+        startupJitterMillis: 0,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 1000
+      })
+      yield* TestClock.adjust("100 millis")
+      yield* TestClock.adjust("100 millis")
+      assert.strictEqual(runs, 2)
+      assert.deepStrictEqual(heldDuring, [["u"], ["u"]])
+      yield* loop.shutdown
+    }))
+
   it.effect("no claim along after a failed poll: the poller's schedule decides when the next claim is made", () =>
     Effect.gen(function*() {
       // two workers: the first poll claims one unit, the second (at once, one worker is free) fails
