@@ -77,7 +77,7 @@ interface Context<R> {
   /**
    * Whether workers stop claiming their next unit with their last record: set when such a record took longer
    * than a slow poll (a thrash signal that only the poller's own claims report to the overload schedule),
-   * cleared by the next poll that claims.
+   * cleared by the poller's next claim statement that succeeds.
    */
   readonly along: { paused: boolean }
 }

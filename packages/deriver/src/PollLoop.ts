@@ -65,7 +65,8 @@ export interface Options {
   /**
    * A worker that finishes a unit claims its next one in the same statement (`along` = 1 for
    * {@link Source.process}; default false). Only while the last decision left no overload floor and its poll
-   * did not fail, and never while no unit claimed ahead is waiting: otherwise the poller claims, as without it.
+   * did not fail, no unit claimed ahead is waiting, and {@link Source.capacity} leaves room: otherwise the
+   * poller claims, as without it.
    */
   readonly claimAlong?: boolean | undefined
   readonly backoff: PollBackoff.Settings
@@ -149,7 +150,13 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     let running = 0
     /** Whether a worker may claim its next unit along with its last record (see {@link Options.claimAlong}). */
     let alongAllowed = false
-    const along = Effect.sync(() => alongAllowed && !stopping && ready.length === 0 ? 1 : 0)
+    /** What a worker may claim with the record that releases its unit: 1 while allowed and within capacity. */
+    const along: Effect.Effect<number> = Effect.suspend(() => {
+      if (!alongAllowed || stopping || ready.length > 0) return Effect.succeed(0)
+      if (source.capacity === undefined) return Effect.succeed(1)
+      // the unit being released no longer counts
+      return Effect.map(source.capacity(held.size - 1), (room) => room === "blocked" ? 0 : Math.min(1, room))
+    })
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()

@@ -464,6 +464,38 @@ describe("PollLoop claim along", () => {
       yield* loop.shutdown
     }))
 
+  it.effect("no claim along beyond the source's capacity (the checkout gate's limit)", () =>
+    Effect.gen(function*() {
+      let room = 1
+      let polls = 0
+      const alongs: Array<readonly [string, number]> = []
+      const loop = yield* PollLoop.start({
+        poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : []),
+        process: (unit, along) =>
+          Effect.gen(function*() {
+            yield* Effect.sleep("100 millis")
+            const n = yield* along
+            alongs.push([unit, n])
+            if (unit !== "u0") return []
+            room = 0 // the gate's limit fell while u0 ran: u1, claimed along, is the last
+            return n > 0 ? ["u1"] : []
+          }),
+        releaseAll: Effect.void,
+        capacity: () => Effect.succeed(room)
+      }, {
+        workers: 1,
+        claimAlong: true,
+        backoff: settings(0),
+        startupJitterMillis: 0,
+        cleanupIntervalMillis: 60_000,
+        shutdownGraceMillis: 1000
+      })
+      yield* TestClock.adjust("100 millis")
+      yield* TestClock.adjust("100 millis")
+      assert.deepStrictEqual(alongs, [["u0", 1], ["u1", 0]])
+      yield* loop.shutdown
+    }))
+
   it.effect("no claim along once a shutdown has begun", () =>
     Effect.gen(function*() {
       const { alongs, loop, starts } = yield* alongLoop((index) => index === 0 ? ["first"] : "empty")
