@@ -375,6 +375,15 @@ describe("PollLoop prefetch", () => {
 })
 
 describe("PollLoop claim along", () => {
+  const oneWorkerAlong: PollLoop.Options = {
+    workers: 1,
+    claimAlong: true,
+    backoff: settings(0),
+    startupJitterMillis: 0,
+    cleanupIntervalMillis: 60_000,
+    shutdownGraceMillis: 1000
+  }
+
   /**
    * `workers` workers, `claimAlong` on; the poll follows `script`; each unit takes 100 ms and, when the loop lets
    * it (`along` > 0), claims the next of u0…u5 that no one has taken, as the record statement would.
@@ -402,14 +411,7 @@ describe("PollLoop claim along", () => {
             return take(n)
           }),
         releaseAll: Effect.void
-      }, {
-        workers,
-        claimAlong: true,
-        backoff: settings(0),
-        startupJitterMillis: 0,
-        cleanupIntervalMillis: 60_000,
-        shutdownGraceMillis: 1000
-      })
+      }, { ...oneWorkerAlong, workers })
       return { alongs, loop, polls: () => polls, starts }
     })
 
@@ -440,14 +442,7 @@ describe("PollLoop claim along", () => {
             return runs === 1 && (yield* along) > 0 ? [unit] : []
           }),
         releaseAll: Effect.void
-      }, {
-        workers: 1,
-        claimAlong: true,
-        backoff: settings(0),
-        startupJitterMillis: 0,
-        cleanupIntervalMillis: 60_000,
-        shutdownGraceMillis: 1000
-      })
+      }, oneWorkerAlong)
       yield* TestClock.adjust("100 millis")
       yield* TestClock.adjust("100 millis")
       assert.strictEqual(runs, 2)
@@ -482,14 +477,7 @@ describe("PollLoop claim along", () => {
           }),
         releaseAll: Effect.void,
         capacity: () => Effect.succeed(room)
-      }, {
-        workers: 1,
-        claimAlong: true,
-        backoff: settings(0),
-        startupJitterMillis: 0,
-        cleanupIntervalMillis: 60_000,
-        shutdownGraceMillis: 1000
-      })
+      }, oneWorkerAlong)
       yield* TestClock.adjust("100 millis")
       yield* TestClock.adjust("100 millis")
       assert.deepStrictEqual(alongs, [["u0", 1], ["u1", 0]])
