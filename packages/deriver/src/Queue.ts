@@ -127,6 +127,10 @@ export const enqueue = (
  * owner and no earlier unprocessed item (a probe of `queue_unprocessed_idx`), so it stops after `$1` units:
  * its cost follows the units it skips (owned ones, later items of a unit), not the backlog (before migration 6
  * it grouped every unprocessed row by unit; the measurements are in docs/results/deriver-throughput.md).
+ * It locks the first item of each unit it keeps (`FOR NO KEY UPDATE … SKIP LOCKED`) for the statement's short
+ * transaction, so claims that run at the same moment (the workers of one process, or a fleet) take different
+ * units at once instead of all picking the oldest, waiting for the one that inserts its ownership row first,
+ * and coming back empty.
  *
  * @since 0.1.0
  */
@@ -147,6 +151,7 @@ const claimCtes = (schema: SchemaName.SchemaName): string => {
     )
   ORDER BY q.id
   LIMIT $1
+  FOR NO KEY UPDATE OF q SKIP LOCKED
 ), claimed AS (
   INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
   SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id

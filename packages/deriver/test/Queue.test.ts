@@ -267,6 +267,32 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* on(Queue.claimWithItems, 10, "other", 3), [])
     }))
 
+  it.effect("concurrent claims take different units at once instead of waiting on each other", () =>
+    Effect.gen(function*() {
+      const { db, on, schema } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("a", 1), ...items("b", 1)])
+      // A claims in a transaction it keeps open; B claims meanwhile on its own connection (its statement would
+      // otherwise wait for A's ownership row to commit, then find a's taken, and claim nothing).
+      const [first, second] = yield* db.withConnection((a) =>
+        Effect.gen(function*() {
+          yield* a.query("BEGIN")
+          const first = yield* Queue.claimWithItems(a, schema, 1, "a", 20)
+          const second = yield* db.withConnection((b) =>
+            Effect.gen(function*() {
+              yield* b.query("SET statement_timeout = '5s'")
+              const claimed = yield* Queue.claimWithItems(b, schema, 1, "b", 20)
+              yield* b.query("RESET statement_timeout")
+              return claimed
+            })
+          )
+          yield* a.query("COMMIT")
+          return [first, second] as const
+        })
+      )
+      assert.deepStrictEqual(first.map(({ claim }) => claim.workUnitKey), ["a"])
+      assert.deepStrictEqual(second.map(({ claim }) => claim.workUnitKey), ["b"])
+    }))
+
   it.effect("a record that releases its unit claims the next ones in the same statement; a lost claim claims none", () =>
     Effect.gen(function*() {
       const { on, queue, sessions } = yield* freshQueue
@@ -324,7 +350,7 @@ describe("queue migration 7", () => {
     const schema = SchemaName.makeUnsafe("tenant")
     assert.deepStrictEqual(
       { claim: fingerprint(Queue.claimWithItemsSql(schema)), record: fingerprint(Queue.recordSql(schema)) },
-      { claim: "314f8e6c4dc2087e", record: "61fdcd069daec1b4" }
+      { claim: "d23efd89ec004088", record: "61fdcd069daec1b4" }
     )
   })
 })
