@@ -4,9 +4,9 @@
  * (base 1 s, max 30 s; startup jitter off so the start is not measured), then with a tuned 10 ms interval,
  * for WORKERS 1 and 8, both pool classes, units of 10 and of 1 item; and the latency of a unit that arrives
  * while every worker is busy; and (part `statements`) the claim and record statements alone, back to back on a
- * bare `pg.Client`, as calls of the functions of queue migration 7 (as the deriver sends them), as the statements'
- * text unnamed (as before) and as named prepared statements: what a unit costs
- * below the deriver's own path, and what planning costs of it.
+ * bare `pg.Client`: a record that claims the next unit in the same statement (as the deriver's workers), calls
+ * of the functions of queue migration 7 one by one, the statements' text unnamed (as before) and as named
+ * prepared statements: what a unit costs below the deriver's own path, and what planning costs of it.
  *
  *   npm run bench -w @resilience/deriver
  *
@@ -135,16 +135,18 @@ const claimBenchmark = (url: string) =>
   })
 
 const statementModes = {
-  functions: "calls of queue_claim and queue_record (as the deriver)",
+  along: "queue_record then queue_claim in one statement (as the deriver's workers, after the first claim)",
+  functions: "calls of queue_claim and queue_record (as the deriver's poller and a record that claims nothing)",
   unnamed: "the statements' text, unnamed (as before queue migration 7)",
   named: "the statements' text as named prepared statements"
 } as const
 
 /**
- * The unit's two statements without the deriver: `units` single-item units claimed one at a time and recorded
- * (released) at once on one bare `pg.Client`, in one of {@link statementModes}; per-unit milliseconds.
+ * The unit's statements without the deriver: `units` single-item units claimed one at a time and recorded
+ * (released) at once on one bare `pg.Client`, in one of {@link statementModes}; per-unit milliseconds (with
+ * `along`, the claim column is 0: each record brings the next unit).
  */
-const statements = (url: string, units: number, mode: "unnamed" | "named" | "functions") =>
+const statements = (url: string, units: number, mode: keyof typeof statementModes) =>
   Effect.gen(function*() {
     const named = mode === "named"
     const schema = SchemaName.makeUnsafe(`bench_st_${mode}`)
@@ -163,7 +165,7 @@ const statements = (url: string, units: number, mode: "unnamed" | "named" | "fun
       client.on("error", () => {})
       await client.connect()
       const { claim, record } = Queue.functions(schema)
-      const claimText = mode === "functions"
+      const claimText = mode === "functions" || mode === "along"
         ? `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer)`
         : Queue.claimWithItemsSql(schema)
       const recordText = mode === "functions"
@@ -172,7 +174,26 @@ const statements = (url: string, units: number, mode: "unnamed" | "named" | "fun
       let claimMillis = 0
       let recordMillis = 0
       const started = now()
-      for (let i = 0; i < units; i++) {
+      if (mode === "along") {
+        type Row = { work_unit_key: string | null; id: string | null; items: string | null }
+        let row: Row | undefined = (await client.query<Row>(claimText, [1, "bench", 20])).rows[0]
+        for (let i = 0; i < units && row !== undefined && row.work_unit_key !== null; i++) {
+          const items = JSON.parse(row.items!) as ReadonlyArray<{ id: string }>
+          const before = now()
+          const { rows }: { rows: Array<Row> } = await client.query<Row>(Queue.recordAndClaimSql(schema), [
+            JSON.stringify(items.map((item) => ({ id: item.id, error: null }))),
+            row.work_unit_key,
+            "bench",
+            true,
+            row.id,
+            1,
+            20
+          ])
+          recordMillis += now() - before
+          row = rows[0]
+        }
+      }
+      for (let i = 0; i < (mode === "along" ? 0 : units); i++) {
         const claimValues = [1, "bench", 20]
         const before = now()
         const { rows } = await client.query<{ work_unit_key: string; id: string; items: string }>(
@@ -409,7 +430,7 @@ const program = Effect.gen(function*() {
   }
   const bare: Array<Effect.Success<ReturnType<typeof statements>>> = []
   if (parts.has("statements")) {
-    for (const mode of ["functions", "unnamed", "named"] as const) {
+    for (const mode of ["along", "functions", "unnamed", "named"] as const) {
       yield* log(`the unit's statements on a bare pg.Client, ${statementModes[mode]}…`)
       bare.push(yield* statements(dbUrl, throughputItems, mode).pipe(Effect.provide(session(dbUrl, "queue"))))
     }
@@ -455,7 +476,7 @@ const program = Effect.gen(function*() {
   }
   if (bare.length > 0) {
     yield* log(
-      `\nthe unit's two statements alone, ${throughputItems} single-item units one at a time, one bare pg.Client\n`
+      `\nthe unit's statements alone, ${throughputItems} single-item units one at a time, one bare pg.Client\n`
     )
     yield* log("| statements | units/s | claim (mean) | record (mean) | SELECT 1 (mean) |\n|---|---|---|---|---|")
     for (const run of bare) {
