@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Settings } from "@resilience/api-app"
 import { DbSession } from "@resilience/db-session"
 import { Variables } from "@resilience/environment"
-import { TestDatabase } from "@resilience/test-db"
+import { EntryPoint, TestDatabase } from "@resilience/test-db"
 import { Cause, ConfigProvider, Effect, Exit, Layer } from "effect"
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
@@ -14,16 +14,11 @@ interface Run {
   readonly output: string
 }
 
-/** Node's compile cache, when the test run has one (a speed-up only: it changes nothing the process does). */
-const compileCache = process.env.NODE_COMPILE_CACHE === undefined
-  ? {}
-  : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }
-
 /** Runs the real entry point with `env`; stops it after `untilMillis` (SIGTERM) if it is still running. */
 const run = (env: Record<string, string>, options: { readonly untilOutput?: string } = {}) =>
   Effect.callback<Run>((resume) => {
     const child = spawn(process.execPath, ["--conditions=@resilience/source", main], {
-      env: { PATH: process.env.PATH ?? "", ...compileCache, ...env },
+      env: { PATH: process.env.PATH ?? "", ...EntryPoint.compileCache, ...env },
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""
