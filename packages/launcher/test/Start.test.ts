@@ -87,7 +87,10 @@ const launched = Effect.gen(function*() {
     API_ADMIN_TOKEN: "test-admin-token",
     DERIVER_METRICS_PORT: String(metricsPort),
     DERIVER_MIGRATE: "true",
-    DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0"
+    DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0",
+    // polls stay at the 1 s base while the queue is empty: the round trip's message waits one poll, not the
+    // 2, 4, 8 s of a backoff that grew while nothing was queued
+    DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "1"
   }, /\nready\n/)
   return {
     launcher,
