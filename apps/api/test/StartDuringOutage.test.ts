@@ -16,9 +16,12 @@ interface Running extends EntryPoint.Running {
   readonly name: string
 }
 
-/** Spawns an app's entry point; killed when the scope closes. */
+/** Spawns an app's entry point (with the run's compile cache); killed when the scope closes. */
 const launch = (name: string, entry: string, env: Record<string, string>) =>
-  Effect.map(EntryPoint.start(entry, env), (running): Running => ({ ...running, name }))
+  Effect.map(
+    EntryPoint.start(entry, { ...EntryPoint.compileCache, ...env }),
+    (running): Running => ({ ...running, name })
+  )
 
 const waitUntil = <A>(what: string, check: Effect.Effect<A | undefined>, timeoutMillis: number) =>
   Effect.gen(function*() {

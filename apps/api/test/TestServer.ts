@@ -38,6 +38,11 @@ export interface Options {
   readonly awaitReady?: boolean | undefined
   readonly admission?: Admission.Options | undefined
   readonly readinessCacheMillis?: number | undefined
+  /**
+   * The session's pool (default `null`: a fresh connection per checkout, as in production behind a pooler);
+   * `queue` keeps up to `poolSize` connections open, where the pool class is not what a test is about.
+   */
+  readonly pool?: { readonly poolClass: "null" | "queue"; readonly poolSize: number } | undefined
 }
 
 export const start = (options: Options) =>
@@ -68,8 +73,8 @@ export const start = (options: Options) =>
           url: options.url,
           connectTimeout: options.connectTimeout ?? Duration.seconds(2),
           statementTimeout: options.statementTimeout,
-          poolClass: "null",
-          poolSize: 10,
+          poolClass: options.pool?.poolClass ?? "null",
+          poolSize: options.pool?.poolSize ?? 10,
           driver: "pg",
           applicationName: "api-test"
         })),

@@ -4,11 +4,11 @@
  * release) is a speed figure, printed by `npm run bench:unavailable -w @resilience/api-app` for the same
  * scenarios (issue #22: no wall-clock bound in a test).
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, describe, it, layer } from "@effect/vitest"
 import { History } from "@resilience/checker"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { ClosedPort, CountingProxy, SilentListener, TestDatabase } from "@resilience/test-db"
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { deriveAndCheck, post } from "./Checked.ts"
 import { adminToken, createWorkspace, type Reply, request, start, type TestServer } from "./TestServer.ts"
 
@@ -73,89 +73,114 @@ const untilReady = (api: TestServer, withinMillis: number) =>
     return yield* Effect.die(new Error(`not ready within ${withinMillis} ms`))
   })
 
+/** A cluster of 6 connections, small enough to saturate. */
+class SmallCluster extends Context.Service<SmallCluster, Cluster.Cluster>()("test/SmallCluster") {
+  static readonly layer = Layer.effect(SmallCluster, Cluster.start({ maxConnections: 6 }))
+}
+
+/** The small cluster and a counting proxy in front of it, for this test alone. */
+const proxied = Effect.gen(function*() {
+  const cluster = yield* SmallCluster
+  const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
+  return { cluster, proxy }
+})
+
 describe("apps/api when the database cannot serve", () => {
-  it.live(
-    "saturated: a 503 everywhere; at most one attempt per request, none once the gate is open; then it recovers",
-    () =>
-      Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
-        // A window of at least 1.5 s (3 s ± 50 %): the rounds below end well inside it.
-        const api = yield* start({
-          url: proxy.url(cluster.url),
-          schema: "saturation",
-          admission: { tripFailures: 3, openMillis: 3_000 }
-        })
-        const token = yield* createWorkspace(api, "acme")
-        const history = History.make()
+  // One small cluster for both saturation tests, each on its own schema (issue #22: one cluster each).
+  layer(SmallCluster.layer, { excludeTestServices: true, timeout: "120 seconds" })((it) => {
+    it.effect(
+      "saturated: a 503 everywhere; at most one attempt per request, none once the gate is open; then it recovers",
+      () =>
+        Effect.gen(function*() {
+          const { cluster, proxy } = yield* proxied
+          // A window of at least 1.5 s (3 s ± 50 %): the rounds below end well inside it.
+          const api = yield* start({
+            url: proxy.url(cluster.url),
+            schema: "saturation",
+            admission: { tripFailures: 3, openMillis: 3_000 }
+          })
+          const token = yield* createWorkspace(api, "acme")
+          const history = History.make()
 
-        const released = yield* Effect.scoped(Effect.gen(function*() {
-          // Straight to the cluster, not through the proxy, so the proxy counts only the API's attempts.
-          const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
-          assert.isAbove(held, 0)
-          const attempts: Array<number> = []
-          for (let round = 0; round < 3; round++) {
-            const before = yield* proxy.attempts
-            // Shed by the open circuit: Retry-After covers the rest of its window (at most 4.5 s).
-            yield* allUnavailable(api, token, round, 5, history)
-            attempts.push((yield* proxy.attempts) - before)
-          }
-          // The first round trips the circuit (3 unavailable checkouts; requests already admitted make theirs);
-          // the next rounds are shed by the open circuit and make none.
-          assert.isAtLeast(attempts[0]!, 3, `attempts per round: ${attempts.join(", ")}`)
-          assert.isAtMost(attempts[0]!, 5, "at most one connection attempt per request")
-          assert.deepStrictEqual(attempts.slice(1), [0, 0], "shed requests make no connection attempt")
-          const healthz = yield* request(api, "GET", "/healthz")
-          assert.strictEqual(healthz.status, 200, "liveness does not need the database")
-          const metrics = yield* request(api, "GET", "/metrics")
-          assert.include(metrics.text, "api_error_responses_total")
-          assert.match(metrics.text, /admission_shed_total\{[^}]*reason="CircuitOpen"[^}]*\} [1-9]/)
-          assert.match(metrics.text, /admission_circuit_state(\{[^}]*\})? 2/)
-          return held
-        }))
-        assert.isAbove(released, 0)
+          const released = yield* Effect.scoped(Effect.gen(function*() {
+            // Straight to the cluster, not through the proxy, so the proxy counts only the API's attempts.
+            const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+            assert.isAbove(held, 0)
+            const attempts: Array<number> = []
+            for (let round = 0; round < 3; round++) {
+              const before = yield* proxy.attempts
+              // Shed by the open circuit: Retry-After covers the rest of its window (at most 4.5 s).
+              yield* allUnavailable(api, token, round, 5, history)
+              attempts.push((yield* proxy.attempts) - before)
+            }
+            // The first round trips the circuit (3 unavailable checkouts; requests already admitted make theirs);
+            // the next rounds are shed by the open circuit and make none.
+            assert.isAtLeast(attempts[0]!, 3, `attempts per round: ${attempts.join(", ")}`)
+            assert.isAtMost(attempts[0]!, 5, "at most one connection attempt per request")
+            assert.deepStrictEqual(attempts.slice(1), [0, 0], "shed requests make no connection attempt")
+            const healthz = yield* request(api, "GET", "/healthz")
+            assert.strictEqual(healthz.status, 200, "liveness does not need the database")
+            const metrics = yield* request(api, "GET", "/metrics")
+            assert.include(metrics.text, "api_error_responses_total")
+            assert.match(metrics.text, /admission_shed_total\{[^}]*reason="CircuitOpen"[^}]*\} [1-9]/)
+            assert.match(metrics.text, /admission_circuit_state(\{[^}]*\})? 2/)
+            return held
+          }))
+          assert.isAbove(released, 0)
 
-        // Released: after the window (≤ 4.5 s) the next request is the probe; it answers and closes the circuit
-        // (how long that takes is the bench's figure).
-        yield* untilReady(api, 15_000)
-        const before = yield* proxy.attempts
-        const replies = yield* Effect.all(databaseCalls(api, token, 99, history), { concurrency: 1 })
-        assert.deepStrictEqual(replies.map((reply) => reply.status), [201, 201, 200, 404, 200], "recovered, no restart")
-        const attempts = (yield* proxy.attempts) - before
-        assert.isAtMost(attempts, replies.length, "at most one connection attempt per request")
-        assert.isAtLeast(attempts, replies.length - 1, "/readyz may answer from its cache")
-        // The writes refused with a 503 during the saturation are stored nowhere; the one after, once.
-        const verdict = yield* deriveAndCheck(cluster.url, "saturation", history, "API saturated, then released")
-        assert.isTrue(verdict.valid)
-        assert.deepStrictEqual([verdict.totals.acknowledged, verdict.totals.unknown, verdict.totals.stored], [1, 3, 1])
-      }),
-    180_000
-  )
-
-  it.live(
-    "300 concurrent readiness probes on a saturated server: one attempt per cache window",
-    () =>
-      Effect.gen(function*() {
-        const cluster = yield* Cluster.start({ maxConnections: 6 })
-        const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
-        const api = yield* start({ url: proxy.url(cluster.url), schema: "readiness", readinessCacheMillis: 1_000 })
-        yield* Effect.scoped(Effect.gen(function*() {
-          yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+          // Released: after the window (≤ 4.5 s) the next request is the probe; it answers and closes the circuit
+          // (how long that takes is the bench's figure).
+          yield* untilReady(api, 15_000)
           const before = yield* proxy.attempts
-          const startedAt = performance.now()
-          const replies = yield* Effect.all(
-            Array.from({ length: 300 }, () => request(api, "GET", "/readyz")),
-            { concurrency: "unbounded" }
+          const replies = yield* Effect.all(databaseCalls(api, token, 99, history), { concurrency: 1 })
+          assert.deepStrictEqual(
+            replies.map((reply) => reply.status),
+            [201, 201, 200, 404, 200],
+            "recovered, no restart"
           )
-          const elapsed = performance.now() - startedAt
-          for (const reply of replies) assertUnavailable(reply)
           const attempts = (yield* proxy.attempts) - before
-          assert.isAtLeast(attempts, 1)
-          assert.isAtMost(attempts, 1 + Math.ceil(elapsed / 1_000), `${attempts} attempts in ${elapsed.toFixed(0)} ms`)
-        }))
-      }),
-    120_000
-  )
+          assert.isAtMost(attempts, replies.length, "at most one connection attempt per request")
+          assert.isAtLeast(attempts, replies.length - 1, "/readyz may answer from its cache")
+          // The writes refused with a 503 during the saturation are stored nowhere; the one after, once.
+          const verdict = yield* deriveAndCheck(cluster.url, "saturation", history, "API saturated, then released")
+          assert.isTrue(verdict.valid)
+          assert.deepStrictEqual([verdict.totals.acknowledged, verdict.totals.unknown, verdict.totals.stored], [
+            1,
+            3,
+            1
+          ])
+        }),
+      180_000
+    )
+
+    it.effect(
+      "300 concurrent readiness probes on a saturated server: one attempt per cache window",
+      () =>
+        Effect.gen(function*() {
+          const { cluster, proxy } = yield* proxied
+          const api = yield* start({ url: proxy.url(cluster.url), schema: "readiness", readinessCacheMillis: 1_000 })
+          yield* Effect.scoped(Effect.gen(function*() {
+            yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
+            const before = yield* proxy.attempts
+            const startedAt = performance.now()
+            const replies = yield* Effect.all(
+              Array.from({ length: 300 }, () => request(api, "GET", "/readyz")),
+              { concurrency: "unbounded" }
+            )
+            const elapsed = performance.now() - startedAt
+            for (const reply of replies) assertUnavailable(reply)
+            const attempts = (yield* proxy.attempts) - before
+            assert.isAtLeast(attempts, 1)
+            assert.isAtMost(
+              attempts,
+              1 + Math.ceil(elapsed / 1_000),
+              `${attempts} attempts in ${elapsed.toFixed(0)} ms`
+            )
+          }))
+        }),
+      120_000
+    )
+  })
 
   it.live(
     "started with the database down (nothing listening): 503, no connection attempt per request",

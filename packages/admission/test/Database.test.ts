@@ -4,11 +4,11 @@
  * connections and climbs back after. The gate's clock is a `TestClock` (open windows end when the test says);
  * the database, its refusals and the proxy are real.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
-import { Context, type Duration, Effect, Exit, Layer, Random, type Scope } from "effect"
+import { Context, type Duration, Effect, Exit, Layer, Random, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as Gate from "../src/Gate.ts"
 import * as ReadinessProbe from "../src/ReadinessProbe.ts"
@@ -19,10 +19,24 @@ import * as Shed from "../src/Shed.ts"
  * attempts) until the scope closes; the release waits until the backends have exited. */
 const saturate = (url: string) => Effect.orDie(TestClock.withLive(Saturation.hold(url)))
 
+/**
+ * The cluster of 8 connections that the tests share unless they need another size (issue #22: each test started
+ * its own); each test still has its own proxy, session and gate. Started before the first test, stopped after the
+ * last.
+ */
+const shared = { scope: Effect.runSync(Scope.make()), cluster: undefined as Cluster.Cluster | undefined }
+const sharedConnections = 8
+beforeAll(async () => {
+  shared.cluster = await Effect.runPromise(
+    Scope.provide(Cluster.start({ maxConnections: sharedConnections }), shared.scope)
+  )
+}, 120_000)
+afterAll(() => Effect.runPromise(Scope.close(shared.scope, Exit.void)))
+
 /** A cluster behind a counting proxy, a session through the proxy, and a gate with `options`. */
 const setup = (
   options: Settings.Options,
-  maxConnections = 8,
+  maxConnections = sharedConnections,
   pool: { readonly poolClass: "null" | "queue"; readonly poolSize: number; readonly connectTimeout: Duration.Input } = {
     poolClass: "null",
     poolSize: 1,
@@ -30,7 +44,9 @@ const setup = (
   }
 ) =>
   Effect.gen(function*() {
-    const cluster = yield* TestClock.withLive(Cluster.start({ maxConnections }))
+    const cluster = maxConnections === sharedConnections && shared.cluster !== undefined
+      ? shared.cluster
+      : yield* TestClock.withLive(Cluster.start({ maxConnections }))
     const proxy = yield* CountingProxy.start({ host: cluster.host, port: cluster.port })
     const context = yield* Layer.build(DbSession.layer({
       url: proxy.url(cluster.url),

@@ -1,40 +1,60 @@
 /**
- * The client against the real API (in-process, real PostgreSQL), saturated on purpose; every request that
- * reaches the server is counted by a recording proxy in front of it.
+ * The client against the real API (its entry point as a process, real PostgreSQL), saturated on purpose; every
+ * request that reaches the server is counted by a recording proxy in front of it. The tests share one small
+ * cluster (6 connections) and two API processes on it, one per `Retry-After` (issue #22: each test started its
+ * own cluster and API); each test has its own workspace and its own proxy.
  */
-import { assert, describe, it } from "@effect/vitest"
+import { assert, layer } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
-import { Effect, Fiber, Option, type Scope } from "effect"
-import { FetchHttpClient, type HttpClient } from "effect/http"
+import { Context, Effect, Fiber, Layer, Option } from "effect"
+import { FetchHttpClient } from "effect/http"
 import { ApiClient } from "../src/index.ts"
 import { adminToken, type Arrival, recordingProxy, startApi } from "./support.ts"
 
 const client = (options: ApiClient.Options) => ApiClient.make(options).pipe(Effect.orDie)
 
-/** A live test with the fetch HTTP client; two minutes, as each starts its own cluster. */
-const liveOverHttp = <A, E>(name: string, test: () => Effect.Effect<A, E, HttpClient.HttpClient | Scope.Scope>) =>
-  it.live(name, () => test().pipe(Effect.provide(FetchHttpClient.layer)), 120_000)
+/** The shared cluster, and the base URL of the API that answers 503s with `Retry-After: 0` and of the one with 1. */
+class Servers extends Context.Service<Servers, {
+  readonly cluster: Cluster.Cluster
+  readonly apis: { readonly 0: string; readonly 1: string }
+}>()("test/Servers") {
+  static readonly layer = Layer.effect(
+    Servers,
+    Effect.gen(function*() {
+      const cluster = yield* Cluster.start({ maxConnections: 6 })
+      const [immediate, oneSecond] = yield* Effect.all([
+        startApi({ url: cluster.url, retryAfterSeconds: 0, schema: "retry_after_0" }),
+        startApi({ url: cluster.url, retryAfterSeconds: 1, schema: "retry_after_1" })
+      ], { concurrency: 2 })
+      return Servers.of({ cluster, apis: { 0: immediate, 1: oneSecond } })
+    })
+  ).pipe(Layer.provide(FetchHttpClient.layer))
+}
 
-/** A small cluster (6 connections), the API on it, and a recording proxy in front of the API. */
-const proxiedApi = (retryAfterSeconds: number, schema: string) =>
+/** The shared cluster, the API with `Retry-After: retryAfterSeconds` on it, and a recording proxy of this test's. */
+const proxiedApi = (retryAfterSeconds: 0 | 1) =>
   Effect.gen(function*() {
-    const cluster = yield* Cluster.start({ maxConnections: 6 })
-    const api = yield* startApi({ url: cluster.url, retryAfterSeconds, schema })
-    const proxy = yield* recordingProxy(api)
+    const { apis, cluster } = yield* Servers
+    const proxy = yield* recordingProxy(apis[retryAfterSeconds])
     return { cluster, proxy }
   })
 
 const to = (arrivals: ReadonlyArray<Arrival>, fragment: string) =>
   arrivals.filter((arrival) => arrival.path.includes(fragment))
 
-describe("the client against the real API", () => {
-  liveOverHttp(
+/** The shared servers and the fetch HTTP client; the servers' start may take two minutes on a loaded machine. */
+const shared = layer(Layer.merge(Servers.layer, FetchHttpClient.layer), {
+  excludeTestServices: true,
+  timeout: "120 seconds"
+})
+
+shared("the client against the real API", (it) => {
+  it.effect(
     "typed errors: unauthorised, rejected (naming the field), none yet, conflict",
     () =>
       Effect.gen(function*() {
-        const cluster = yield* Cluster.start()
-        const api = yield* startApi({ url: cluster.url, retryAfterSeconds: 1, schema: "typed" })
-        const c = yield* client({ baseUrl: api })
+        const { apis } = yield* Servers
+        const c = yield* client({ baseUrl: apis[0] })
         const { token } = yield* c.createWorkspace({ adminToken, name: "acme" })
         const conflict = yield* Effect.flip(c.createWorkspace({ adminToken, name: "acme" }))
         assert.deepInclude(conflict, { _tag: "ApiRejected", status: 409 })
@@ -56,11 +76,11 @@ describe("the client against the real API", () => {
       })
   )
 
-  liveOverHttp(
+  it.effect(
     "honours Retry-After: no retry reaches the server earlier; gives up after maxAttempts",
     () =>
       Effect.gen(function*() {
-        const { cluster, proxy } = yield* proxiedApi(1, "retry_after")
+        const { cluster, proxy } = yield* proxiedApi(1)
         const c = yield* client({ baseUrl: proxy.url, maxAttempts: 3, baseDelay: "50 millis" })
         const { token } = yield* c.createWorkspace({ adminToken, name: "acme" })
         const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
@@ -76,11 +96,11 @@ describe("the client against the real API", () => {
       })
   )
 
-  liveOverHttp(
+  it.effect(
     "one write keeps its Idempotency-Key on every retry until accepted; the next write has another",
     () =>
       Effect.gen(function*() {
-        const { cluster, proxy } = yield* proxiedApi(0, "keys")
+        const { cluster, proxy } = yield* proxiedApi(0)
         const c = yield* client({
           baseUrl: proxy.url,
           maxAttempts: 100,
@@ -89,10 +109,10 @@ describe("the client against the real API", () => {
           // the key is under test here, not the budget: retry as long as the saturation lasts
           budget: { maxTokens: 1_000_000, ratio: 1 }
         })
-        const { token } = yield* c.createWorkspace({ adminToken, name: "acme" })
+        const { token } = yield* c.createWorkspace({ adminToken, name: "keys" })
         const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
         const write = (content: string) =>
-          c.appendMessages({ token, workspace: "acme", session: "s", messages: [{ peer: "alice", content }] })
+          c.appendMessages({ token, workspace: "keys", session: "s", messages: [{ peer: "alice", content }] })
         const first = yield* Effect.forkChild(write("during the outage"))
         while (to(proxy.arrivals, "/messages").length < 3) yield* Effect.sleep("20 millis")
         yield* Effect.orDie(saturation.release)
@@ -110,13 +130,13 @@ describe("the client against the real API", () => {
       })
   )
 
-  liveOverHttp(
+  it.effect(
     "the budget caps retries during a long outage, counted at the server; without it they multiply",
     () =>
       Effect.gen(function*() {
-        const { cluster, proxy } = yield* proxiedApi(0, "budget")
+        const { cluster, proxy } = yield* proxiedApi(0)
         const setup = yield* client({ baseUrl: proxy.url })
-        const { token } = yield* setup.createWorkspace({ adminToken, name: "acme" })
+        const { token } = yield* setup.createWorkspace({ adminToken, name: "budget" })
         const saturation = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
         // 40 requests (issue #22: was 100): the budget's cap (40 + 5 + 4 = 49) and the unbudgeted floor (160) stay
         // far apart
@@ -133,7 +153,7 @@ describe("the client against the real API", () => {
             const before = to(proxy.arrivals, "/queue").length
             const outcomes = yield* Effect.forEach(
               Array.from({ length: requests }),
-              () => Effect.flip(c.queueStatus({ token, workspace: "acme" }))
+              () => Effect.flip(c.queueStatus({ token, workspace: "budget" }))
             )
             const other = outcomes.filter((error) => error._tag !== "ApiUnavailable")
             assert.deepStrictEqual(other.map((error) => error.message), [], "every request refused while saturated")

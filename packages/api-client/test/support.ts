@@ -77,4 +77,4 @@ export const recordingProxy = (target: string) =>
 /** The real API entry point as its own process on a free loopback port (stopped with the scope); its base URL. */
 export const spawnApi = (
   options: { readonly url: string; readonly schema: string; readonly env?: Record<string, string> }
-) => EntryPoint.api({ ...options, adminToken, logLevel: "Error" })
+) => EntryPoint.api({ ...options, env: { ...EntryPoint.compileCache, ...options.env }, adminToken, logLevel: "Error" })

@@ -2,7 +2,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
 import { ClosedPort, TestDatabase } from "@resilience/test-db"
-import { Duration, Effect, Fiber, Logger, Option } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Logger, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -30,7 +30,8 @@ const databaseAndPorts = Effect.all({
 
 /**
  * `npm start`'s launcher as its own process with `env`, until its output has the children's pids and matches
- * `until`; `stop(signal)` then signals it and yields its exit code. Data directory and process go with the scope.
+ * `until`; `stop(signal)` then signals it and yields its exit code. Data directory and process go with the scope
+ * (a launcher still running then is stopped with SIGTERM).
  */
 const launchUntil = (env: Record<string, string>, until: RegExp) =>
   Effect.gen(function*() {
@@ -38,10 +39,21 @@ const launchUntil = (env: Record<string, string>, until: RegExp) =>
       Effect.sync(() => mkdtempSync(join(tmpdir(), "launcher-test-"))),
       (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
     )
-    const launcher = spawn(process.execPath, [
-      "--conditions=@resilience/source",
-      join(Stack.repositoryRoot, "packages/launcher/src/bin/start.ts")
-    ], { env: { ...process.env, ...env, RESILIENCE_DATA_DIR: dataDirectory }, stdio: ["ignore", "pipe", "pipe"] })
+    const launcher = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawn(process.execPath, [
+          "--conditions=@resilience/source",
+          join(Stack.repositoryRoot, "packages/launcher/src/bin/start.ts")
+        ], { env: { ...process.env, ...env, RESILIENCE_DATA_DIR: dataDirectory }, stdio: ["ignore", "pipe", "pipe"] })
+      ),
+      (launcher) =>
+        launcher.exitCode !== null || launcher.signalCode !== null
+          ? Effect.void
+          : Effect.callback<void>((resume) => {
+            launcher.once("exit", () => resume(Effect.void))
+            launcher.kill("SIGTERM")
+          })
+    )
     let output = ""
     const pids = yield* Effect.callback<ReadonlyArray<number>>((resume) => {
       const onData = (chunk: Buffer) => {
@@ -61,6 +73,35 @@ const launchUntil = (env: Record<string, string>, until: RegExp) =>
       })
     return { pids, output: () => output, stop }
   })
+
+/**
+ * `npm start`'s launcher on the suite's database, ready, for the round trip and then the SIGTERM test (issue #22:
+ * the round trip started an API and a deriver of its own); the API's and the deriver's metrics URLs.
+ */
+const launched = Effect.gen(function*() {
+  const { apiPort, metricsPort, url } = yield* databaseAndPorts
+  const launcher = yield* launchUntil({
+    DATABASE_URL: url,
+    DB_SCHEMA: "tenant_sigterm",
+    API_PORT: String(apiPort),
+    API_ADMIN_TOKEN: "test-admin-token",
+    DERIVER_METRICS_PORT: String(metricsPort),
+    DERIVER_MIGRATE: "true",
+    DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0",
+    // polls stay at the 1 s base while the queue is empty: the round trip's message waits one poll, not the
+    // 2, 4, 8 s of a backoff that grew while nothing was queued
+    DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "1"
+  }, /\nready\n/)
+  return {
+    launcher,
+    apiUrl: `http://127.0.0.1:${apiPort}`,
+    deriverMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`
+  }
+})
+
+class Launched extends Context.Service<Launched, Effect.Success<typeof launched>>()("test/Launched") {
+  static readonly layer = Layer.effect(Launched, launched).pipe(Layer.provideMerge(TestDatabase.layer))
+}
 
 describe("the production entry points", () => {
   it.live(
@@ -100,34 +141,6 @@ describe("the production entry points", () => {
     120_000
   )
 
-  layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
-    it.effect("serve a round trip: API stores and enqueues, the deriver derives, the API reads it back", () =>
-      Effect.gen(function*() {
-        const { apiPort, metricsPort: deriverMetricsPort, url } = yield* databaseAndPorts
-        const stack = yield* Stack.start({
-          databaseUrl: Option.some(url),
-          embedded: { directory: undefined, port: 0, maxConnections: 0 },
-          apiPort,
-          deriverMetricsPort,
-          adminToken: "test-admin-token",
-          env: { DB_SCHEMA: "tenant_e2e", DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0", DERIVER_MIGRATE: "true" },
-          onLine: () => undefined
-        })
-        const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
-        const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "acme" })
-        yield* client.appendMessages({
-          token,
-          workspace: "acme",
-          session: "s1",
-          messages: [{ peer: "alice", content: "hello pooled world" }, { peer: "alice", content: "again" }]
-        })
-        const representation = yield* awaitRepresentation(client, token, "alice", 2)
-        assert.deepInclude(representation, { peer: "alice", messageCount: 2 })
-        const metrics = yield* Effect.promise(() => fetch(stack.deriverMetricsUrl).then((r) => r.text()))
-        assert.match(metrics, /deriver_polls_total/)
-      }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)))
-  })
-
   it.live(
     "Ctrl-C while npm start waits for an unreachable database: exit code 0, no orphans",
     () =>
@@ -145,17 +158,27 @@ describe("the production entry points", () => {
     120_000
   )
 
-  layer(TestDatabase.layer, { excludeTestServices: true })((it) => {
+  layer(Launched.layer, { excludeTestServices: true })((it) => {
+    it.effect("serve a round trip: API stores and enqueues, the deriver derives, the API reads it back", () =>
+      Effect.gen(function*() {
+        const stack = yield* Launched
+        const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
+        const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "acme" })
+        yield* client.appendMessages({
+          token,
+          workspace: "acme",
+          session: "s1",
+          messages: [{ peer: "alice", content: "hello pooled world" }, { peer: "alice", content: "again" }]
+        })
+        const representation = yield* awaitRepresentation(client, token, "alice", 2)
+        assert.deepInclude(representation, { peer: "alice", messageCount: 2 })
+        const metrics = yield* Effect.promise(() => fetch(stack.deriverMetricsUrl).then((r) => r.text()))
+        assert.match(metrics, /deriver_polls_total/)
+      }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)))
+
     it.effect("npm start's launcher stops the deriver, the API and itself on SIGTERM, exit code 0, no orphans", () =>
       Effect.gen(function*() {
-        const { apiPort, metricsPort, url } = yield* databaseAndPorts
-        const launcher = yield* launchUntil({
-          DATABASE_URL: url,
-          DB_SCHEMA: "tenant_sigterm",
-          API_PORT: String(apiPort),
-          DERIVER_METRICS_PORT: String(metricsPort),
-          DERIVER_MIGRATE: "true"
-        }, /\nready\n/)
+        const { launcher } = yield* Launched
         assert.match(
           launcher.output(),
           /curl -sS -X POST http:\/\/127\.0\.0\.1:\d+\/v1\/workspaces\/demo-tenant_sigterm\/sessions/
@@ -163,6 +186,6 @@ describe("the production entry points", () => {
         for (const pid of launcher.pids) assert.isTrue(Orphans.isAlive(pid))
         assert.strictEqual(yield* launcher.stop("SIGTERM"), 0, launcher.output())
         for (const pid of launcher.pids) assert.isFalse(Orphans.isAlive(pid), `pid ${pid} outlived the launcher`)
-      }).pipe(Effect.scoped))
+      }))
   })
 })

@@ -11,6 +11,15 @@ import { fileURLToPath } from "node:url"
 /** The repository root, the working directory of every entry point. */
 export const root = fileURLToPath(new URL("../../../", import.meta.url))
 
+/**
+ * `NODE_COMPILE_CACHE` when this run has one (`npm test` sets it), for a test to pass to the processes it starts:
+ * they skip compiling the modules an earlier process compiled (~0.4 s of CPU each) and do nothing else
+ * differently.
+ */
+export const compileCache: Readonly<Record<string, string>> = process.env.NODE_COMPILE_CACHE === undefined
+  ? {}
+  : { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE }
+
 /** How a process ended, and when (`Date.now()`). */
 export interface Exit {
   readonly code: number | null
