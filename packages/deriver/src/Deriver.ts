@@ -572,7 +572,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       {
         workers: config.workers,
         prefetch: config.prefetch,
-        claimAlong: true,
+        claimAlong: config.claimAlong,
         backoff: config.backoff,
         initialInterval: config.initialInterval,
         startupJitterMillis: config.startupJitterMillis,

@@ -30,6 +30,7 @@ describe("DeriverConfig", () => {
         shutdownGraceMillis: 10_000,
         batchSize: 20,
         prefetch: 0,
+        claimAlong: true,
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
         overloadEnabled: true,
         historyRetentionMillis: 168 * 3_600_000,
@@ -48,6 +49,12 @@ describe("DeriverConfig", () => {
       assert.isFalse(value.backoff.enabled)
       assert.isTrue(value.workerBackoff.enabled, "workers back off whatever the poll does")
       assert.isTrue(value.gateBackoff.enabled)
+      const eight = yield* read({ DERIVER_WORKERS: "8" })
+      assert.isTrue(Exit.isSuccess(eight))
+      assert.isFalse(
+        (eight as Exit.Success<DeriverConfig.DeriverConfig>).value.claimAlong,
+        "claims along only up to claimAlongMaxWorkers"
+      )
       assert.isFalse(value.overloadEnabled)
       // The floor's recovery time defaults to the idle cap.
       assert.strictEqual(value.overload.recoveryMillis, 10_000)
