@@ -154,8 +154,8 @@ export const defaults = {
 /**
  * The most workers for which {@link DeriverConfig.claimAlong} is on. Single-item no-op units on a queue pool
  * (docs/results/deriver-throughput.md): claiming along made 1 worker about 40 % faster and 2 workers about 35 %,
- * 4 workers the same, 8 workers about 30 % slower (their concurrent claims contend where the poller's one claim
- * for several freed workers does not).
+ * 4 workers the same, 8 workers about 30 % slower (not explained yet: neither the process nor the server was
+ * busy; without it the poller claims for several freed workers in one statement).
  *
  * @since 0.2.0
  */
