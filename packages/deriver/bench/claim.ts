@@ -164,12 +164,12 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
       const client = new pg.Client({ connectionString: url })
       client.on("error", () => {})
       await client.connect()
-      const { claim, record } = Queue.functions(schema)
+      const { claim, record } = Queue.calls(schema)
       const claimText = mode === "functions" || mode === "along"
-        ? `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer)`
+        ? `SELECT work_unit_key, id, items FROM ${claim}`
         : Queue.claimWithItemsSql(schema)
       const recordText = mode === "functions"
-        ? `SELECT owned, marked FROM ${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`
+        ? `SELECT owned, marked FROM ${record}`
         : Queue.recordSql(schema)
       let claimMillis = 0
       let recordMillis = 0

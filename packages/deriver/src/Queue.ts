@@ -78,6 +78,21 @@ export const functions = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
+ * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size)` and
+ * `queue_record($1 outcomes, $2 unit, $3 owner, $4 release, $5 claim id)`, each as a `FROM` item (see
+ * {@link functions}).
+ *
+ * @since 0.2.0
+ */
+export const calls = (schema: SchemaName.SchemaName) => {
+  const { claim, record } = functions(schema)
+  return {
+    claim: `${claim}($1::integer, $2::text, $3::integer)`,
+    record: `${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`
+  }
+}
+
+/**
  * One statement over `rows`, passed as a JSON array in `$1`, and the count it reports; no statement at all for
  * no rows.
  */
@@ -195,12 +210,8 @@ export const claimWithItems = (
     ? Effect.succeed([])
     : Effect.map(
       connection.query<{ work_unit_key: string; id: string; items: string }>(
-        `SELECT work_unit_key, id, items FROM ${functions(schema).claim}($1::integer, $2::text, $3::integer)`,
-        [
-          limit,
-          owner,
-          batchSize
-        ]
+        `SELECT work_unit_key, id, items FROM ${calls(schema).claim}`,
+        [limit, owner, batchSize]
       ),
       (rows) => rows.map((row) => claimedOf(row, owner))
     )
@@ -369,7 +380,7 @@ export const record = (
 ): Effect.Effect<Recorded, QueryError> =>
   Effect.map(
     connection.query<{ owned: boolean; marked: number }>(
-      `SELECT owned, marked FROM ${functions(schema).record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`,
+      `SELECT owned, marked FROM ${calls(schema).record}`,
       [
         outcomesJson(outcomes),
         claim.workUnitKey,
@@ -390,9 +401,9 @@ export const record = (
  * @since 0.2.0
  */
 export const recordAndClaimSql = (schema: SchemaName.SchemaName): string => {
-  const { claim, record } = functions(schema)
+  const { claim } = functions(schema)
   return `SELECT r.owned, r.marked, c.work_unit_key, c.id, c.items
-FROM ${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint) r
+FROM ${calls(schema).record} r
 LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer) c ON true`
 }
 
