@@ -16,7 +16,8 @@ export const shared = (overrides: ViteUserConfig["test"] = {}): ViteUserConfig =
     environments: { __vitest__: { resolve: { conditions, externalConditions: conditions } } },
     test: {
       include: ["test/**/*.test.ts"],
-      reporters: ["default", ["json", { outputFile: "test-results/vitest.json" }]],
+      reporters: ["default", "json"],
+      outputFile: { json: "test-results/vitest.json" },
       // One worker process runs file after file with its module cache kept (no fork and re-import of Effect and
       // the package per file): tests share no module state they rely on (each builds its layers and services).
       isolate: false,

@@ -4,6 +4,10 @@
  * its last file's end) and the slowest files. Exits non-zero when a package that has tests wrote no report,
  * so a suite that crashed before reporting is never counted as green. A report Turbo restored from its cache
  * carries the time of the run that made it.
+ *
+ * Scenarios are tests too long for `npm test` (a package's `test:scenario` script, which reports to
+ * test-results/scenario.json; `.ci/run` runs each as its own timed step). With `--scenarios` each such package
+ * must have that report too, and its tests are summed with the rest; without it, a scenario report is not read.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join, relative } from "node:path"
@@ -22,21 +26,20 @@ const workspaces = ["packages", "apps"].flatMap((group) =>
   readdirSync(join(root, group)).map((name) => join(root, group, name))
 )
 
+const withScenarios = process.argv.includes("--scenarios")
+/** The packages with a `test:scenario` script. */
+const hasScenario = (workspace: string) =>
+  (JSON.parse(readFileSync(join(workspace, "package.json"), "utf8")) as { scripts?: Record<string, string> })
+    .scripts?.["test:scenario"] !== undefined
+
 let passed = 0
 let failed = 0
 let skipped = 0
 const missing: Array<string> = []
 const times: Array<{ readonly name: string; readonly seconds: number; readonly tests: number }> = []
 const files: Array<{ readonly name: string; readonly seconds: number }> = []
-for (const workspace of workspaces) {
-  if (!existsSync(join(workspace, "test"))) continue
-  const file = join(workspace, "test-results", "vitest.json")
-  if (!existsSync(file)) {
-    missing.push(workspace.slice(root.length + 1))
-    continue
-  }
-  const report = JSON.parse(readFileSync(file, "utf8")) as VitestReport
-  const name = workspace.slice(root.length + 1)
+/** Counts one report: its tests, its wall time and each file's. */
+function add(name: string, report: VitestReport) {
   const end = Math.max(report.startTime, ...report.testResults.map((result) => result.endTime))
   times.push({ name, seconds: (end - report.startTime) / 1000, tests: report.numPassedTests + report.numFailedTests })
   for (const result of report.testResults) {
@@ -45,6 +48,17 @@ for (const workspace of workspaces) {
   passed += report.numPassedTests
   failed += report.numFailedTests
   skipped += report.numPendingTests + report.numTodoTests
+}
+
+for (const workspace of workspaces) {
+  if (!existsSync(join(workspace, "test"))) continue
+  const reports = ["vitest.json", ...(withScenarios && hasScenario(workspace) ? ["scenario.json"] : [])]
+  for (const report of reports) {
+    const name = workspace.slice(root.length + 1) + (report === "scenario.json" ? " (scenario)" : "")
+    const file = join(workspace, "test-results", report)
+    if (existsSync(file)) add(name, JSON.parse(readFileSync(file, "utf8")) as VitestReport)
+    else missing.push(name)
+  }
 }
 
 const row = (seconds: number, label: string) => `${seconds.toFixed(1).padStart(7)} s  ${label}`

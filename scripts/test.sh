@@ -14,8 +14,8 @@ export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$PWD/node_modules/.cache/node-c
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
 # The longest suite (the deriver's) starts at once in its own Turbo run, beside the rest at concurrency 2:
 # Turbo has no priorities and would start it after the packages it depends on, when it is the critical path.
-# (The failover lab in a third such run was slower: 304 s against 273 s, its cluster's start landing on the
-# busiest first minute.)
+# The failover lab's switchover is not here: it is a scenario (`npm run test:scenarios`), which `.ci/run` runs
+# as its own step after this command.
 first=(@resilience/deriver)
 pids=()
 for package in "${first[@]}"; do
