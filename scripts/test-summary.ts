@@ -36,12 +36,15 @@ let passed = 0
 let failed = 0
 let skipped = 0
 const missing: Array<string> = []
-const times: Array<{ readonly name: string; readonly seconds: number; readonly tests: number }> = []
+const times: Array<
+  { readonly name: string; readonly start: number; readonly seconds: number; readonly tests: number }
+> = []
 const files: Array<{ readonly name: string; readonly seconds: number }> = []
 /** Counts one report: its tests, its wall time and each file's. */
 function add(name: string, report: VitestReport) {
   const end = Math.max(report.startTime, ...report.testResults.map((result) => result.endTime))
-  times.push({ name, seconds: (end - report.startTime) / 1000, tests: report.numPassedTests + report.numFailedTests })
+  const tests = report.numPassedTests + report.numFailedTests
+  times.push({ name, start: report.startTime, seconds: (end - report.startTime) / 1000, tests })
   for (const result of report.testResults) {
     files.push({ name: relative(root, result.name), seconds: (result.endTime - result.startTime) / 1000 })
   }
@@ -62,9 +65,11 @@ for (const workspace of workspaces) {
 }
 
 const row = (seconds: number, label: string) => `${seconds.toFixed(1).padStart(7)} s  ${label}`
-console.log("wall time per package (slowest first):")
-for (const { name, seconds, tests } of times.toSorted((a, b) => b.seconds - a.seconds)) {
-  console.log(row(seconds, `${name} (${tests} tests)`))
+// When each began, from the first package's start: where the run's minutes went, and what ran last.
+const first = Math.min(...times.map((time) => time.start))
+console.log("wall time per package (slowest first; started at +s from the first package's start):")
+for (const { name, start, seconds, tests } of times.toSorted((a, b) => b.seconds - a.seconds)) {
+  console.log(`${row(seconds, `${name} (${tests} tests)`)}  +${((start - first) / 1000).toFixed(0)}`)
 }
 console.log("slowest files:")
 for (const { name, seconds } of files.toSorted((a, b) => b.seconds - a.seconds).slice(0, 8)) {
