@@ -1,7 +1,8 @@
+import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { execFileSync, spawnSync } from "node:child_process"
-import { join } from "node:path"
+import { Cause, Effect, Exit, Layer } from "effect"
+import { CliOutput, Command } from "effect/cli"
+import * as Cli from "../src/Cli.ts"
 import * as Settings from "../src/Settings.ts"
 
 const failure = (effect: Effect.Effect<unknown, { readonly parameter: string; readonly message: string }>) =>
@@ -49,33 +50,46 @@ describe("Settings", () => {
   })
 })
 
-describe("lab --help", () => {
-  it("lists the choices of --policies, as of --policy and --auth", () => {
-    const help = execFileSync(
-      process.execPath,
-      ["--conditions=@resilience/source", join(import.meta.dirname, "..", "src", "bin", "lab.ts"), "compare", "--help"],
-      { encoding: "utf8" }
+/**
+ * Runs the lab's command line in this process (Node.js services, as `npm run lab` has): what its presenter
+ * printed (help, errors; no colours) and how it ended. Issue #22: these ran the CLI as a process, ~3 s of CPU each.
+ */
+const runCli = (args: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const formatter = CliOutput.defaultFormatter({ colors: false })
+    const printed: Array<string> = []
+    const presenter: CliOutput.Presenter = {
+      present: (event) =>
+        Effect.sync(() => {
+          if (event._tag === "Help") printed.push(formatter.formatHelpDoc(event.helpDoc))
+          if (event._tag === "InvalidInvocation") {
+            printed.push(formatter.formatHelpDoc(event.helpDoc), formatter.formatErrors(event.errors))
+          }
+        })
+    }
+    const exit = yield* Command.runWith(Cli.command, { version: Cli.version })(args).pipe(
+      Effect.provide(Layer.merge(NodeServices.layer, CliOutput.layerPresenter(presenter))),
+      Effect.exit
     )
-    const line = help.split("\n").find((text) => text.trimStart().startsWith("--policies"))
-    assert.include(line, `choices: ${Settings.policies.join(", ")}`)
-  }, 60_000)
+    return { printed: printed.join("\n"), exit }
+  })
 
-  it("--writes is optional: a run without it gets as far as checking the other flags", () => {
-    // A bad --pool-size stops the CLI before anything starts; what it names shows how far parsing got.
-    const result = spawnSync(
-      process.execPath,
-      [
-        "--conditions=@resilience/source",
-        join(import.meta.dirname, "..", "src", "bin", "lab.ts"),
-        "run",
-        "--pool-size",
-        "0"
-      ],
-      { encoding: "utf8" }
-    )
-    const output = `${result.stdout}${result.stderr}`
-    assert.notStrictEqual(result.status, 0)
-    assert.notInclude(output, "Missing required flag")
-    assert.include(output, "--pool-size")
-  }, 60_000)
+describe("lab's command line", () => {
+  it.effect("compare --help lists the choices of --policies, as of --policy and --auth", () =>
+    Effect.gen(function*() {
+      const { printed, exit } = yield* runCli(["compare", "--help"])
+      assert.isTrue(Exit.isSuccess(exit))
+      const line = printed.split("\n").find((text) => text.trimStart().startsWith("--policies"))
+      assert.include(line, `choices: ${Settings.policies.join(", ")}`)
+    }))
+
+  it.effect("--writes is optional: a run without it gets as far as checking the other flags", () =>
+    Effect.gen(function*() {
+      // A bad --pool-size stops the command before anything starts; what it names shows how far parsing got.
+      const { printed, exit } = yield* runCli(["run", "--pool-size", "0"])
+      assert.isTrue(Exit.isFailure(exit))
+      const output = `${printed}\n${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : ""}`
+      assert.notInclude(output, "Missing required flag")
+      assert.include(output, "--pool-size")
+    }))
 })
