@@ -1,8 +1,14 @@
+/**
+ * Issue #22: the saturated-wait test runs on the shared launcher (`npm start` as its own process, on a cluster
+ * saturated from the start), before the round trip and the SIGTERM test use the same launcher once it is ready:
+ * it started an API and a deriver of its own in the test process (two Node processes, ~4 s of CPU). Same four
+ * tests, same assertions (the waiting lines are now read from the launcher's output).
+ */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
-import { ClosedPort, TestDatabase } from "@resilience/test-db"
-import { Context, Duration, Effect, Fiber, Layer, Logger, Option } from "effect"
+import { ClosedPort } from "@resilience/test-db"
+import { Context, Duration, Effect, Layer, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -20,13 +26,6 @@ const awaitRepresentation = (client: ApiClient.ApiClient, token: string, peer: s
     }
     return yield* Effect.die(new Error(`no representation of ${peer} with ${messages} messages within 30 s`))
   })
-
-/** The suite's database URL and two free ports (the API's and the deriver's metrics). */
-const databaseAndPorts = Effect.all({
-  url: Effect.map(Effect.service(TestDatabase), (database) => database.url),
-  apiPort: Cluster.freePort,
-  metricsPort: Cluster.freePort
-})
 
 /**
  * `npm start`'s launcher as its own process with `env`, until its output has the children's pids and matches
@@ -71,76 +70,60 @@ const launchUntil = (env: Record<string, string>, until: RegExp) =>
         if (launcher.exitCode !== null) resume(Effect.succeed(launcher.exitCode))
         else launcher.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
       })
-    return { pids, output: () => output, stop }
+    /** Waits (bounded: 60 s) until the output matches `pattern`; false if it never did. */
+    const awaitOutput = (pattern: RegExp) =>
+      Effect.gen(function*() {
+        for (let waited = 0; waited < 600 && !pattern.test(output); waited++) yield* Effect.sleep("100 millis")
+        return pattern.test(output)
+      })
+    const running = () => launcher.exitCode === null && launcher.signalCode === null
+    return { pids, output: () => output, awaitOutput, running, stop }
   })
 
 /**
- * `npm start`'s launcher on the suite's database, ready, for the round trip and then the SIGTERM test (issue #22:
- * the round trip started an API and a deriver of its own); the API's and the deriver's metrics URLs.
+ * `npm start`'s launcher on a cluster of 6 slots saturated from the start (every slot held), once it has started
+ * the API and the deriver: the saturated-wait test sees it wait and releases the slots, then the round trip and the
+ * SIGTERM test use it, ready (issue #22: each of the three tests ran an API and a deriver of its own); the API's and
+ * the deriver's metrics URLs.
  */
 const launched = Effect.gen(function*() {
-  const { apiPort, metricsPort, url } = yield* databaseAndPorts
+  const { cluster, saturation } = yield* Effect.orDie(Saturation.startSaturated(6))
+  const apiPort = yield* Cluster.freePort
+  const metricsPort = yield* Cluster.freePort
   const launcher = yield* launchUntil({
-    DATABASE_URL: url,
+    DATABASE_URL: cluster.url,
     DB_SCHEMA: "tenant_sigterm",
     API_PORT: String(apiPort),
     API_ADMIN_TOKEN: "test-admin-token",
+    // at Warn the API never logs an "ready" line: readiness comes from /readyz, not from the log
+    API_LOG_LEVEL: "Warn",
     DERIVER_METRICS_PORT: String(metricsPort),
     DERIVER_MIGRATE: "true",
     DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0",
     // polls stay at the 1 s base while the queue is empty: the round trip's message waits one poll, not the
     // 2, 4, 8 s of a backoff that grew while nothing was queued
     DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "1"
-  }, /\nready\n/)
+  }, /api pid \d+/)
   return {
     launcher,
+    saturation,
     apiUrl: `http://127.0.0.1:${apiPort}`,
     deriverMetricsUrl: `http://127.0.0.1:${metricsPort}/metrics`
   }
 })
 
 class Launched extends Context.Service<Launched, Effect.Success<typeof launched>>()("test/Launched") {
-  static readonly layer = Layer.effect(Launched, launched).pipe(Layer.provideMerge(TestDatabase.layer))
+  static readonly layer = Layer.effect(Launched, launched)
 }
 
-describe("the production entry points", () => {
-  it.live(
-    "npm start waits for a saturated database instead of dying, says what it waits for, is ready when it answers",
-    () =>
-      Effect.gen(function*() {
-        const { cluster, saturation } = yield* Effect.orDie(Saturation.startSaturated(6))
-        const said: Array<string> = []
-        const childLines: Array<string> = []
-        const starting = yield* Effect.forkChild(
-          Stack.start({
-            databaseUrl: Option.some(cluster.url),
-            embedded: { directory: undefined, port: 0, maxConnections: 0 },
-            apiPort: yield* Cluster.freePort,
-            deriverMetricsPort: yield* Cluster.freePort,
-            adminToken: "test-admin-token",
-            // at Warn the API never logs an "ready" line: readiness comes from /readyz, not from the log
-            env: { DB_SCHEMA: "tenant_wait", DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0", API_LOG_LEVEL: "Warn" },
-            onLine: (_name, line) => childLines.push(line)
-          }).pipe(Effect.provide(Logger.layer([Logger.make((entry) => said.push(String(entry.message)))])))
-        )
-        // under load the processes take seconds to start: wait (bounded) until both sides have said it
-        const said503 = () =>
-          said.some((line) => /^waiting for api: \/readyz 503 .+; retrying in \d+\.\d s$/.test(line))
-        const apiSaid = () => childLines.some((line) => line.includes("database unavailable (Saturated); retrying in"))
-        for (let waited = 0; waited < 600 && !(said503() && apiSaid()); waited++) yield* Effect.sleep("100 millis")
-        assert.isTrue(said503(), said.join("\n"))
-        assert.isTrue(apiSaid(), childLines.join("\n"))
-        assert.isUndefined(starting.pollUnsafe(), "still waiting, not dead")
-        yield* Effect.orDie(saturation.release)
-        const stack = yield* Fiber.join(starting)
-        const client = yield* ApiClient.make({ baseUrl: stack.apiUrl }).pipe(Effect.orDie)
-        yield* client.readyz
-        const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "after" })
-        assert.isString(token)
-      }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)),
-    120_000
-  )
+/** The messages of the launcher's own log lines (`[12:00:00.000] INFO (#1): message`), not its children's. */
+const logMessages = (output: string): ReadonlyArray<string> =>
+  output.split("\n").flatMap((line) => {
+    const match = /^\[[^\]]+\] [A-Z]+ \(#\d+\): (.*)$/.exec(line)
+    return match === null ? [] : [match[1]!]
+  })
 
+describe("the production entry points", () => {
   it.live(
     "Ctrl-C while npm start waits for an unreachable database: exit code 0, no orphans",
     () =>
@@ -159,6 +142,34 @@ describe("the production entry points", () => {
   )
 
   layer(Launched.layer, { excludeTestServices: true })((it) => {
+    it.effect(
+      "npm start waits for a saturated database instead of dying, says what it waits for, is ready when it answers",
+      () =>
+        Effect.gen(function*() {
+          const { apiUrl, launcher, saturation } = yield* Launched
+          // under load the processes take seconds to start: wait (bounded) until both sides have said it
+          const said503 = () =>
+            logMessages(launcher.output()).some((line) =>
+              /^waiting for api: \/readyz 503 .+; retrying in \d+\.\d s$/.test(line)
+            )
+          const apiSaid = () =>
+            launcher.output().split("\n").some((line) =>
+              line.startsWith("[api] ") && line.includes("database unavailable (Saturated); retrying in")
+            )
+          for (let waited = 0; waited < 600 && !(said503() && apiSaid()); waited++) yield* Effect.sleep("100 millis")
+          assert.isTrue(said503(), launcher.output())
+          assert.isTrue(apiSaid(), launcher.output())
+          assert.isTrue(launcher.running() && !/\nready\n/.test(launcher.output()), "still waiting, not dead")
+          yield* Effect.orDie(saturation.release)
+          assert.isTrue(yield* launcher.awaitOutput(/\nready\n/), launcher.output())
+          const client = yield* ApiClient.make({ baseUrl: apiUrl }).pipe(Effect.orDie)
+          yield* client.readyz
+          const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "after" })
+          assert.isString(token)
+        }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)),
+      120_000
+    )
+
     it.effect("serve a round trip: API stores and enqueues, the deriver derives, the API reads it back", () =>
       Effect.gen(function*() {
         const stack = yield* Launched
