@@ -1,3 +1,4 @@
 import { shared } from "../../vitest.shared.ts"
 
-export default shared({ globalSetup: ["../../packages/test-db/src/GlobalSetup.ts"], testTimeout: 120_000 })
+// No global setup: every test starts the cluster it needs (a saturated one, a closed port), none uses the shared one.
+export default shared({ testTimeout: 120_000 })
