@@ -10,8 +10,9 @@
  * it (each deriver connects with its owner as `application_name`), i.e. no worker that lost its unit
  * completed an item of it.
  *
- * Issue #22: each scenario drained 150 items in 30 units (61 s of CPU for the file, ~75 % of it PostgreSQL: ~2
- * fresh connections per item on the `null` pool, ~290 per scenario, and a server that fsynced every commit).
+ * Issue #22: each scenario drained 150 items in 30 units (61 s of CPU for the file, ~75 % of it PostgreSQL:
+ * ~290 fresh connections per scenario, and a server that fsynced every commit). The test's progress polls
+ * opened one each too (`Effect.provide` of a layer builds it per run): the admin session is now built once.
  * Now 60 items in 12 units, still 5 per unit and twice the units of the six workers; the restarts come 300 ms
  * apart instead of 700 ms, so the fault still lands while units are held and ends with items pending (now
  * asserted for the restarts; the partition lets deriver-b drain, so there it is only printed). The kept data
