@@ -11,14 +11,11 @@
  * completed an item of it.
  *
  * Issue #22: each scenario drained 150 items in 30 units (61 s of CPU for the file, ~75 % of it PostgreSQL:
- * ~290 fresh connections per scenario, and a server that fsynced every commit). The test's progress polls
- * opened one each too (`Effect.provide` of a layer builds it per run): the admin session is now built once.
+ * ~290 fresh connections per scenario). The test's progress polls opened one each too (`Effect.provide` of a
+ * layer builds it per run): the admin session is now built once.
  * Now 60 items in 12 units, still 5 per unit and twice the units of the six workers; the restarts come 300 ms
  * apart instead of 700 ms, so the fault still lands while units are held and ends with items pending (now
- * asserted for the restarts; the partition lets deriver-b drain, so there it is only printed). The kept data
- * directory gets the durability flags every throw-away cluster has (`fsync`, `synchronous_commit`,
- * `full_page_writes` off, by `ALTER SYSTEM`): a fast shutdown writes its checkpoint, so no restart here needs
- * them.
+ * asserted for the restarts; the partition lets deriver-b drain, so there it is only printed).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
@@ -129,13 +126,8 @@ const scenario = (
     // once: `Effect.provide` of the layer itself would build a new pool, and open a connection, per query.
     const admin = yield* Layer.buildWithScope(session(url, "admin", "queue"), clusterScope)
     const enqueued = yield* Effect.gen(function*() {
-      const db = yield* DbSession
-      // Kept in postgresql.auto.conf across the restarts.
-      for (const setting of ["fsync", "synchronous_commit", "full_page_writes"]) {
-        yield* db.query(`ALTER SYSTEM SET ${setting} = off`)
-      }
-      yield* db.query("SELECT pg_reload_conf()")
       yield* Migrator.run(schema, [QueueSchema.component])
+      const db = yield* DbSession
       for (const sql of auditSql) yield* db.query(sql)
       const items = Array.from({ length: 5 }, (_, round) =>
         Array.from({ length: units }, (_, u) => ({ workUnitKey: `unit-${u}`, taskType: "work", payload: { round } })))
