@@ -10,7 +10,10 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 # Node's on-disk compile cache: the ~25 Vitest runs and the processes tests spawn load the same modules (Vitest,
 # Effect, the workspace's TypeScript); each load after the first skips compiling them (~0.3 s of CPU a process).
-export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$PWD/node_modules/.cache/node-compile-cache}"
+# It lives in the temporary directory, not in node_modules, so `npm ci` (which deletes node_modules) keeps it:
+# entries are keyed by each file's path and checked against its content. Cold, a run costs ~100 s more CPU than
+# with this cache and Vitest's (vitest.shared.ts) warm (docs/results/test-suite.md).
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${TMPDIR:-/tmp}/resilience-node-compile-cache}"
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
 # The longest suite (the deriver's) starts at once in its own Turbo run, beside the rest at concurrency 2:
 # Turbo has no priorities and would start it after the packages it depends on, when it is the critical path.
