@@ -17,8 +17,9 @@ export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${TMPDIR:-/tmp}/resilience-node
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
 # The two longest suites (the deriver's, the API's) start at once, each in its own Turbo run, beside the rest at
 # concurrency 2: Turbo has no priorities and would start them after the packages they depend on, when they are the
-# critical path (the API's, started by Turbo at +121 s, ended the run at 192 s; started first: 153 s against 174 s
-# with warm caches, docs/results/test-suite.md).
+# critical path (the API's started at +104 to +142 s and ended the run). Alternating runs: 188 and 169 s against
+# 169 and 207 s; a run's CPU varies by a quarter on this machine, so per second of CPU: 0.53 against 0.56
+# (docs/results/test-suite.md).
 # The failover lab's switchover is not here: it is a scenario (`npm run test:scenarios`), which `.ci/run` runs
 # as its own step after this command.
 first=(@resilience/deriver @resilience/api-app)
