@@ -20,21 +20,22 @@ import * as Sweep from "./Sweep.ts"
 const d = Settings.defaults
 const num = (name: string, fallback: number, description: string) =>
   Flag.Finite(name).pipe(Flag.withDescription(description), Flag.withDefault(fallback))
+const choice = <const A extends string>(name: string, choices: ReadonlyArray<A>, fallback: A, description: string) =>
+  Flag.Literals(name, choices).pipe(Flag.withDescription(description), Flag.withDefault(fallback))
 
 const settingFlags = {
-  trigger: Flag.Literals("trigger", Settings.triggers).pipe(
-    Flag.withDescription("stall: every pooled backend held for --stall-seconds; restart: the whole fleet at once"),
-    Flag.withDefault(d.trigger)
+  trigger: choice(
+    "trigger",
+    Settings.triggers,
+    d.trigger,
+    "stall: every pooled backend held for --stall-seconds; restart: the whole fleet at once"
   ),
   derivers: num("derivers", d.derivers, "real deriver loops, one schema each"),
   maxConnections: num("max-connections", d.maxConnections, "PostgreSQL max_connections"),
   maxClientConn: num("max-client-conn", d.maxClientConn, "PgBouncer max_client_conn (the client limit)"),
   poolSize: num("pool-size", d.poolSize, "PgBouncer default_pool_size (the backend ceiling)"),
   queryWaitTimeout: num("query-wait-timeout", d.queryWaitTimeoutSeconds, "PgBouncer query_wait_timeout, seconds"),
-  auth: Flag.Literals("auth", Settings.auths).pipe(
-    Flag.withDescription("PgBouncer auth_type for clients"),
-    Flag.withDefault(d.auth)
-  ),
+  auth: choice("auth", Settings.auths, d.auth, "PgBouncer auth_type for clients"),
   apiRps: num("api-rps", d.apiRps, "open-loop API requests per second through the pooler (0 = none)"),
   apiQueryMs: num("api-query-ms", d.apiQueryMillis, "what one API request holds its backend for, ms"),
   triggerAt: num("trigger-at", d.triggerAtSeconds, "seconds after the start when the trigger fires"),
