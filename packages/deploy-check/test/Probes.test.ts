@@ -4,14 +4,14 @@
  * 503. A liveness probe that touched the database would restart every pod of the fleet at once during an outage.
  *
  * Issue #22: one API process serves both outages (it was a process each, ~2 s of CPU): its `DATABASE_URL` names a
- * port where nothing listens (stopped); then, once a cluster is saturated, a forwarder listens there (saturated),
+ * port where nothing listens (stopped); then, once a cluster is saturated, a proxy (`CountingProxy`) listens there (saturated),
  * so the API reaches the server only when every slot is already held.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
+import { CountingProxy } from "@resilience/test-db"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { connect, createServer, type Socket } from "node:net"
 import { byKind, config, type Manifest, render, repository, skipReason } from "./Rendered.ts"
 
 const entries: Record<string, { readonly entry: string; readonly portVariable: string }> = {
@@ -47,41 +47,6 @@ const startApp = (deployment: string, env: Record<string, string>) =>
       return { child, port }
     }),
     ({ child }) => Effect.sync(() => (child as ChildProcess).kill("SIGKILL"))
-  )
-
-/**
- * Listens on `port` (loopback) and forwards every connection to `target`'s port: the database "comes back" at an
- * address a running app already uses. Closed, with its connections, when the scope closes.
- */
-const forward = (port: number, target: number) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly close: () => void }>((resume) => {
-      const sockets = new Set<Socket>()
-      const server = createServer((client) => {
-        const upstream = connect({ host: "127.0.0.1", port: target })
-        for (const socket of [client, upstream]) {
-          sockets.add(socket)
-          socket.on("error", () => socket.destroy())
-          socket.on("close", () => {
-            client.destroy()
-            upstream.destroy()
-            sockets.delete(socket)
-          })
-        }
-        client.pipe(upstream)
-        upstream.pipe(client)
-      })
-      // the port was free when the API got it; taken since, the test fails here rather than checks nothing
-      server.once("error", (error) => resume(Effect.die(error)))
-      server.listen(port, "127.0.0.1", () =>
-        resume(Effect.succeed({
-          close: () => {
-            for (const socket of sockets) socket.destroy()
-            server.close()
-          }
-        })))
-    }),
-    (forwarder) => Effect.sync(forwarder.close)
   )
 
 /** The status of `GET path`, once the app listens (connection refused until then). */
@@ -160,7 +125,8 @@ describe.skipIf(skip !== undefined)(
           const { refusal } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
           assert.strictEqual(refusal.code, "53300")
           // the API's database port reaches the cluster only now, every slot held
-          yield* forward(api.databasePort, cluster.port)
+          // the database "comes back" at the address the API already uses (a port taken since fails the test here)
+          yield* CountingProxy.start(cluster, { port: api.databasePort })
           yield* expectDuringOutage("resilience-api", api.port, "saturated")
         }).pipe(Effect.scoped), 120_000)
     })

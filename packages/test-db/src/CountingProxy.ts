@@ -39,10 +39,14 @@ export const urlAt = (url: string, address: Address): string => {
   return parsed.toString()
 }
 
-/** Listens on a free loopback port; resolves with the bound port. */
-export const listen = (server: Server): Effect.Effect<number> =>
+/**
+ * Listens on a loopback port (a free one by default); resolves with the bound port. A port that is taken is a
+ * defect of the test that asked for it: it dies.
+ */
+export const listen = (server: Server, port = 0): Effect.Effect<number> =>
   Effect.callback<number>((resume) => {
-    server.listen(0, "127.0.0.1", () => {
+    server.once("error", (error) => resume(Effect.die(error)))
+    server.listen(port, "127.0.0.1", () => {
       const address = server.address()
       resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
     })
@@ -57,10 +61,14 @@ export const shutdown = (server: Server, sockets: Set<Socket>): Effect.Effect<vo
   })
 
 /**
- * Starts a proxy to `target`. A client whose upstream connection fails (nothing listening) is closed, just as
- * a pooler that cannot reach its server would; every accepted client counts. Stopped when the scope closes.
+ * Starts a proxy to `target`, on a free loopback port or on `options.port` (the address an app already uses,
+ * where the server "comes back"). A client whose upstream connection fails (nothing listening) is closed, just
+ * as a pooler that cannot reach its server would; every accepted client counts. Stopped when the scope closes.
  */
-export const start = (target: Address): Effect.Effect<CountingProxy, never, Scope.Scope> =>
+export const start = (
+  target: Address,
+  options: { readonly port?: number } = {}
+): Effect.Effect<CountingProxy, never, Scope.Scope> =>
   Effect.gen(function*() {
     let attempts = 0
     const sockets = new Set<Socket>()
@@ -95,7 +103,7 @@ export const start = (target: Address): Effect.Effect<CountingProxy, never, Scop
         upstream.pause()
       }
     })
-    const port = yield* Effect.acquireRelease(listen(server), () => shutdown(server, sockets))
+    const port = yield* Effect.acquireRelease(listen(server, options.port), () => shutdown(server, sockets))
     const address = { host: "127.0.0.1", port }
     return {
       ...address,
