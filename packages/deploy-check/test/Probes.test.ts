@@ -4,8 +4,8 @@
  * 503. A liveness probe that touched the database would restart every pod of the fleet at once during an outage.
  *
  * Issue #22: one API process serves both outages (it was a process each, ~2 s of CPU): its `DATABASE_URL` names a
- * port where nothing listens (stopped); then, once a cluster is saturated, a proxy (`CountingProxy`) listens there (saturated),
- * so the API reaches the server only when every slot is already held.
+ * port where nothing listens (stopped); then, once a cluster is saturated, a proxy (`CountingProxy`) listens there
+ * (saturated), so the API reaches the server only when every slot is already held.
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
