@@ -64,6 +64,12 @@ const binaries = Effect.promise(
 
 const user = "postgres"
 
+/**
+ * The flags of every `initdb` here besides the directory, the account and the password. WAL segments of 1 MB
+ * instead of 16 MB: the template below is copied for every cluster, 31 MB instead of 39 MB.
+ */
+const initdbFlags = ["--encoding=UTF8", "--no-sync", "--wal-segsize=1"]
+
 /** Creates a data directory with `initdb` (as the service account when running as root). */
 const initialise = (initdb: string, dataDirectory: string, password: string) =>
   Effect.callback<void, Process.ServerStartFailed>((resume) => {
@@ -78,8 +84,7 @@ const initialise = (initdb: string, dataDirectory: string, password: string) =>
         "--auth=scram-sha-256",
         `--username=${user}`,
         `--pwfile=${passwordFile}`,
-        "--encoding=UTF8",
-        "--no-sync"
+        ...initdbFlags
       ],
       { ...account, env: { ...process.env, LC_ALL: "C" } },
       (error, _stdout, stderr) => {
@@ -109,15 +114,17 @@ const copyDirectory = (from: string, to: string) =>
 
 /**
  * A data directory `initdb` made once for this machine's binaries (keyed by the `initdb` file, so another
- * PostgreSQL version gets its own) and the default password, in `Orphans.templates`: a new cluster copies it
- * instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of this process (reaped if
+ * PostgreSQL version gets its own), the default password and the flags, in `Orphans.templates`: a new cluster
+ * copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of this process (reaped if
  * the process dies half-way) and renamed into place, so concurrent starts in other processes either see a
  * complete template or build their own, and the first rename wins.
  */
 const template = (initdb: string) =>
   Effect.gen(function*() {
     const { mtimeMs, size } = statSync(initdb)
-    const key = createHash("sha256").update(`${initdb}\0${size}\0${mtimeMs}\0${defaultPassword}`).digest("hex")
+    const key = createHash("sha256").update(
+      `${initdb}\0${size}\0${mtimeMs}\0${defaultPassword}\0${initdbFlags.join(" ")}`
+    ).digest("hex")
     const ready = join(Orphans.templates, key.slice(0, 16))
     if (existsSync(join(ready, "data", "PG_VERSION"))) return join(ready, "data")
     const building = Orphans.makeDirectory("template")

@@ -17,12 +17,18 @@ export class ServerStartFailed extends Data.TaggedError("ServerStartFailed")<{
   }
 }
 
+/** The service account once looked up (or created) in this process; `null` while not yet looked up. */
+let lookedUp: { readonly uid: number; readonly gid: number } | undefined | null = null
+
 /**
  * The unprivileged account servers run as when the process runs as root (PostgreSQL and PgBouncer refuse
- * root): `postgres`, created as a system account when the machine has none.
+ * root): `postgres`, created as a system account when the machine has none. Looked up once per process: each
+ * lookup spawned three `id` processes, and a spawn from a test worker costs ~15-30 ms of CPU on a 2-core VM
+ * (~280 of them in a run of the test suite, docs/results/test-suite.md).
  */
 export const serviceAccount = (): { readonly uid: number; readonly gid: number } | undefined => {
-  if (userInfo().uid !== 0) return undefined
+  if (lookedUp !== null) return lookedUp
+  if (userInfo().uid !== 0) return lookedUp = undefined
   const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim())
   if (spawnSync("id", ["postgres"]).status !== 0) {
     execFileSync("useradd", [
@@ -34,7 +40,7 @@ export const serviceAccount = (): { readonly uid: number; readonly gid: number }
       "postgres"
     ])
   }
-  return { uid: id("-u"), gid: id("-g") }
+  return lookedUp = { uid: id("-u"), gid: id("-g") }
 }
 
 const setpriv = "/usr/bin/setpriv"
