@@ -25,7 +25,7 @@
  *   BENCH_CLIENTS=200 BENCH_SATURATED_SECONDS=20 BENCH_SECONDS=10 npm run bench -w @resilience/api-app
  *   BENCH_TRACE=1 …   # also prints the gate's metrics every second after the release
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Breaker, Circuit, Settings as Admission } from "@resilience/admission"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Saturation } from "@resilience/local-postgres"

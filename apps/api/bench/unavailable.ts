@@ -13,7 +13,7 @@
  *
  *   npm run bench:unavailable -w @resilience/api-app
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { ClosedPort, SilentListener } from "@resilience/test-db"
 import { Effect, Logger, References } from "effect"

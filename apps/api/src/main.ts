@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
 import { ProcessExit } from "@resilience/deriver"
 import { Variables } from "@resilience/environment"

@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Classify, DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import { Failures, Migrator, SchemaName } from "@resilience/deriver"

@@ -9,7 +9,7 @@
  *   npm run bench -w @resilience/deriver-app
  *   BENCH_UNITS=300 npm run bench -w @resilience/deriver-app
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { ApiClient } from "@resilience/api-client"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaName } from "@resilience/deriver"

@@ -15,7 +15,7 @@
  *   BENCH_SATURATIONS=30 npm run bench:recovery -w @resilience/deriver-app
  *   BENCH_POOLS=null BENCH_OVERLOAD=true npm run bench:recovery -w @resilience/deriver-app
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/deriver"
 import { Domain, Messages, Workspaces } from "@resilience/domain"

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { DbConfig, DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, SchemaGate, SchemaName } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"

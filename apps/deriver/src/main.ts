@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { ProcessExit } from "@resilience/deriver"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Deferred, Effect, Layer } from "effect"

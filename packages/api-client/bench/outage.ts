@@ -19,7 +19,7 @@
  *   npm run bench -w @resilience/api-client
  *   BENCH_CLIENTS=500 BENCH_SATURATION_SECONDS=10 npm run bench -w @resilience/api-client
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Duration, Effect, Fiber, Random } from "effect"
 import { FetchHttpClient } from "effect/http"

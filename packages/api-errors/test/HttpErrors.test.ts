@@ -1,4 +1,4 @@
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { assert, describe, it } from "@effect/vitest"
 import { ApiMiddleware, HttpErrors, RequestLimits, RetryAfter, Validation } from "@resilience/api-errors"
 import { Cause, Context, Effect, Layer, Logger, Metric, Schema } from "effect"

@@ -9,7 +9,7 @@
  * BENCH_ITEMS: items per run (default 400); BENCH_RUN_SECONDS: the bound of one run (default 20; a run that does
  * not finish reports what it recorded in that time).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, Handlers, Migrator, Queue, QueueSchema, SchemaName } from "@resilience/deriver"
 import { Cluster } from "@resilience/local-postgres"

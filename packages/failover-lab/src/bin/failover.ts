@@ -4,7 +4,8 @@
  * Exits non-zero when a scenario with `synchronous_mode` on has an anomaly, or any scenario has a 500 or a
  * process that exited.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Checker } from "@resilience/checker"
 import { Console, Effect, FileSystem, Option, Random } from "effect"
 import { Command, Flag } from "effect/cli"

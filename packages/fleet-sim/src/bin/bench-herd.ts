@@ -4,7 +4,8 @@
  * Starts a dedicated PostgreSQL (embedded binaries, `max_connections` as given), creates one schema per
  * deriver, then runs the fleet twice from the same instant: jitter off, then jitter on.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cluster } from "@resilience/local-postgres"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"

@@ -4,7 +4,8 @@
  * Prints, once per interval, the active backends and connections per application_name, as the peak of
  * 10 Hz samples of pg_stat_activity.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Console, Effect, Option, Redacted } from "effect"
 import { Command, Flag } from "effect/cli"
 import * as Monitor from "../Monitor.ts"

@@ -1,5 +1,5 @@
 /** `npm run demo`: see Demo.ts. */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Demo from "../Demo.ts"
 import * as Teardown from "../Teardown.ts"
 

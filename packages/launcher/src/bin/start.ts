@@ -1,5 +1,5 @@
 /** `npm start`: the whole system on one machine (see Stack.ts), with a ready banner. */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { ApiClient } from "@resilience/api-client"
 import { Variables } from "@resilience/environment"
 import { Otlp } from "@resilience/telemetry"

@@ -1,7 +1,8 @@
 /**
  * `npm run lab -- <run|compare|calibrate|sweep|chart> [flags]`: the lab's command line (src/Cli.ts) on Node.js.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect } from "effect"
 import { Command } from "effect/cli"
 import * as Cli from "../Cli.ts"
