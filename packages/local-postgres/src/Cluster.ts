@@ -115,9 +115,9 @@ const copyDirectory = (from: string, to: string) =>
 /**
  * A data directory `initdb` made once for this machine's binaries (keyed by the `initdb` file, so another
  * PostgreSQL version gets its own), the default password and the flags, in `Orphans.templates`: a new cluster
- * copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of this process (reaped if
- * the process dies half-way) and renamed into place, so concurrent starts in other processes either see a
- * complete template or build their own, and the first rename wins.
+ * copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of this process
+ * (reaped if the process dies half-way) and renamed into place, so concurrent starts in other processes either
+ * see a complete template or build their own, and the first rename wins.
  */
 const template = (initdb: string) =>
   Effect.gen(function*() {
