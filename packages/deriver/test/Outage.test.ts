@@ -103,9 +103,14 @@ const scenario = (
   }) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
-    const directory = mkdtempSync(join(tmpdir(), "resilience-outage-"))
+    // Whatever way the scenario ends, the server stops and its directory goes (finalizers run last in, first out).
+    const directory = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "resilience-outage-"))),
+      (directory) => Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
+    )
     const port = yield* Cluster.freePort
     const clusterScope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(clusterScope, Exit.void))
     const startCluster = Effect.flatMap(Scope.make(), (scope) =>
       Effect.map(
         Scope.provide(Cluster.start({ directory, port, maxConnections: 30 }), scope),
@@ -200,10 +205,9 @@ const scenario = (
       } satisfies Figures
     }).pipe(Effect.provide(admin))
     yield* Scope.close(clusterScope, Exit.void)
-    yield* Effect.sync(() => rmSync(directory, { recursive: true, force: true }))
     console.log(`[figures] ${label}: ${JSON.stringify(figures)}`)
     return figures
-  }).pipe(Effect.provideService(References.MinimumLogLevel, "Error"))
+  }).pipe(Effect.scoped, Effect.provideService(References.MinimumLogLevel, "Error"))
 
 const assertNoWorkLost = (figures: Figures) => {
   assert.strictEqual(figures.processed, figures.enqueued, "every item processed")

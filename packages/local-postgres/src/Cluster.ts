@@ -6,7 +6,7 @@
 import { Effect } from "effect"
 import { execFile, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { chownSync, existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { arch, platform } from "node:os"
 import { dirname, join, parse, resolve, sep } from "node:path"
@@ -113,19 +113,32 @@ const copyDirectory = (from: string, to: string) =>
   })
 
 /**
- * A data directory `initdb` made once for this machine's binaries (keyed by the `initdb` file, so another
- * PostgreSQL version gets its own), the default password and the flags, in `Orphans.templates`: a new cluster
- * copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of this process
- * (reaped if the process dies half-way) and renamed into place, so concurrent starts in other processes either
- * see a complete template or build their own, and the first rename wins.
+ * The name of the template for these binaries: a digest of what `initdb` and `postgres` contain, the default
+ * password and the flags. Not their paths or times: every checkout and every `npm ci` of the same PostgreSQL
+ * shares one template (keyed by the `initdb` path, each worktree and fresh clone left its own 31 MB behind), and
+ * another version gets its own. Computed once per process (~30 ms for the two files).
  */
-const template = (initdb: string) =>
+export const templateKey = (binaries: { readonly initdb: string; readonly postgres: string }): string => {
+  const cached = templateKeys.get(binaries.initdb + "\0" + binaries.postgres)
+  if (cached !== undefined) return cached
+  const digest = createHash("sha256")
+  for (const file of [binaries.initdb, binaries.postgres]) digest.update(readFileSync(file)).update("\0")
+  const key = digest.update(`${defaultPassword}\0${initdbFlags.join(" ")}`).digest("hex").slice(0, 16)
+  templateKeys.set(binaries.initdb + "\0" + binaries.postgres, key)
+  return key
+}
+
+const templateKeys = new Map<string, string>()
+
+/**
+ * A data directory `initdb` made once for this machine's binaries ({@link templateKey}), in `Orphans.templates`:
+ * a new cluster copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of
+ * this process (reaped if the process dies half-way) and renamed into place, so concurrent starts in other
+ * processes either see a complete template or build their own, and the first rename wins.
+ */
+const template = (initdb: string, postgres: string) =>
   Effect.gen(function*() {
-    const { mtimeMs, size } = statSync(initdb)
-    const key = createHash("sha256").update(
-      `${initdb}\0${size}\0${mtimeMs}\0${defaultPassword}\0${initdbFlags.join(" ")}`
-    ).digest("hex")
-    const ready = join(Orphans.templates, key.slice(0, 16))
+    const ready = join(Orphans.templates, templateKey({ initdb, postgres }))
     if (existsSync(join(ready, "data", "PG_VERSION"))) return join(ready, "data")
     const building = Orphans.makeDirectory("template")
     const account = Process.serviceAccount()
@@ -210,7 +223,7 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
     // would write); another password gets its own initdb.
     if (password === defaultPassword) {
       // a template deleted under the copy (by hand, or a tmp cleaner) costs this start an initdb, not a failure
-      yield* copyDirectory(yield* template(initdb), dataDirectory).pipe(
+      yield* copyDirectory(yield* template(initdb, postgres), dataDirectory).pipe(
         Effect.catch(() =>
           Effect.andThen(
             Effect.sync(() => rmSync(dataDirectory, { recursive: true, force: true })),

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir, userInfo } from "node:os"
 import { join } from "node:path"
 
@@ -24,6 +24,24 @@ describe("Cluster", () => {
         assert.isFalse(existsSync(join(privateFolder, "postgres", "data")))
       }).pipe(Effect.scoped)
   )
+
+  it("names the template by the binaries' content, not by their path: two installs share one, another build not", () => {
+    const folder = mkdtempSync(join(tmpdir(), "template-key-"))
+    try {
+      const install = (name: string, postgres: string) => {
+        mkdirSync(join(folder, name))
+        writeFileSync(join(folder, name, "initdb"), "initdb 18.4")
+        writeFileSync(join(folder, name, "postgres"), postgres)
+        return { initdb: join(folder, name, "initdb"), postgres: join(folder, name, "postgres") }
+      }
+      const first = Cluster.templateKey(install("checkout-a", "postgres 18.4"))
+      assert.match(first, /^[0-9a-f]{16}$/)
+      assert.strictEqual(Cluster.templateKey(install("checkout-b", "postgres 18.4")), first)
+      assert.notStrictEqual(Cluster.templateKey(install("checkout-c", "postgres 18.5")), first)
+    } finally {
+      rmSync(folder, { recursive: true, force: true })
+    }
+  })
 
   it.live("refuses the (N+1)-th connection with SQLSTATE 53300", () =>
     Effect.gen(function*() {
