@@ -119,12 +119,13 @@ const copyDirectory = (from: string, to: string) =>
  * another version gets its own. Computed once per process (~30 ms for the two files).
  */
 export const templateKey = (binaries: { readonly initdb: string; readonly postgres: string }): string => {
-  const cached = templateKeys.get(binaries.initdb + "\0" + binaries.postgres)
+  const files = `${binaries.initdb}\0${binaries.postgres}`
+  const cached = templateKeys.get(files)
   if (cached !== undefined) return cached
   const digest = createHash("sha256")
   for (const file of [binaries.initdb, binaries.postgres]) digest.update(readFileSync(file)).update("\0")
   const key = digest.update(`${defaultPassword}\0${initdbFlags.join(" ")}`).digest("hex").slice(0, 16)
-  templateKeys.set(binaries.initdb + "\0" + binaries.postgres, key)
+  templateKeys.set(files, key)
   return key
 }
 
