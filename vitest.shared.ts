@@ -1,21 +1,15 @@
-import { createHash } from "node:crypto"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { registerHooks } from "node:module"
 import { defaultServerConditions } from "vite"
 import { defineConfig, type ViteUserConfig } from "vitest/config"
 
 /** The source condition: tests resolve sibling workspace packages to their TypeScript sources, not to dist. */
-const conditions = ["@resilience/source", ...defaultServerConditions]
+const source = "@resilience/source"
 
-/**
- * Vitest's cache of transformed modules, kept out of node_modules (where `npm ci` would delete it) in the temporary
- * directory, one per checkout (the key holds the checkout's path; Vitest drops it when the lockfile changes).
- */
-const moduleCache = join(
-  tmpdir(),
-  "resilience-vitest-cache",
-  createHash("sha256").update(import.meta.dirname).digest("hex").slice(0, 16)
-)
+// Vitest's own process loads each package's global setup with Node's `import`, as the workers load the tests
+// (below): it resolves sibling packages to their sources too, as `node --conditions=@resilience/source` would.
+registerHooks({
+  resolve: (specifier, context, next) => next(specifier, { ...context, conditions: [...context.conditions, source] })
+})
 
 /**
  * Shared Vitest settings for every workspace package: sources instead of builds, a JSON report per package
@@ -23,18 +17,22 @@ const moduleCache = join(
  */
 export const shared = (overrides: ViteUserConfig["test"] = {}): ViteUserConfig =>
   defineConfig({
-    resolve: { conditions },
-    ssr: { resolve: { conditions, externalConditions: conditions } },
-    // The global setup runs in Vitest's own environment: it resolves sibling packages to their sources too.
-    environments: { __vitest__: { resolve: { conditions, externalConditions: conditions } } },
+    // Vitest resolves each import to record the module graph; Node loads the module.
+    resolve: { conditions: [source, ...defaultServerConditions] },
     test: {
       include: ["test/**/*.test.ts"],
       reporters: ["default", "json"],
       outputFile: { json: "test-results/vitest.json" },
+      // Node's own `import` instead of Vite's module runner: the workers load the TypeScript sources as the apps
+      // do (`node --conditions=@resilience/source`, types stripped, Node's compile cache), with no transform in
+      // Vitest's process and no transform cache keyed by the checkout's path. The tests use no `vi.mock` and no
+      // `import.meta.vitest`, so Vitest's loader hooks are off too. Fresh clone, alternating runs: 169 and 170 s
+      // of wall against 176 and 183 s with the module runner (docs/results/test-suite.md).
+      experimental: { viteModuleRunner: false, nodeLoader: false },
+      execArgv: [`--conditions=${source}`],
       // One worker process runs file after file with its module cache kept (no fork and re-import of Effect and
       // the package per file): tests share no module state they rely on (each builds its layers and services).
       isolate: false,
-      fsModuleCachePath: moduleCache,
       testTimeout: 30_000,
       hookTimeout: 120_000,
       ...overrides

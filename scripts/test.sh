@@ -11,10 +11,9 @@ set -u
 cd "$(dirname "$0")/.."
 started=$SECONDS
 # Node's on-disk compile cache: the ~25 Vitest runs and the processes tests spawn load the same modules (Vitest,
-# Effect, the workspace's TypeScript); each load after the first skips compiling them (~0.3 s of CPU a process).
-# It lives in the temporary directory, not in node_modules, so `npm ci` (which deletes node_modules) keeps it:
-# entries are keyed by each file's path and checked against its content. Cold, a run costs 35-100 s more CPU than
-# with this cache and Vitest's (vitest.shared.ts) warm (docs/results/test-suite.md).
+# Effect, the workspace's TypeScript, its types stripped by Node: vitest.shared.ts); each load after the first skips
+# compiling them (~0.3 s of CPU a process). It lives in the temporary directory, not in node_modules, so `npm ci`
+# (which deletes node_modules) keeps it: entries are keyed by each file's path and checked against its content.
 export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${TMPDIR:-/tmp}/resilience-node-compile-cache}"
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
 # The two longest suites (the deriver's, the API's) start at once, each in its own Turbo run, beside the rest at
