@@ -21,8 +21,8 @@ find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm
 # critical path (the API's started at +104 to +142 s and ended the run). Alternating runs: 188 and 169 s against
 # 169 and 207 s; a run's CPU varies by a quarter on this machine, so per second of CPU: 0.53 against 0.56
 # (docs/results/test-suite.md).
-# The failover lab's switchover is not here: it is a scenario (`npm run test:scenarios`), which `.ci/run` runs
-# as its own step after this command.
+# The scenarios are not here (each package's test/scenarios, vitest.shared.ts): the deriver's real outages and the
+# failover lab's switchover, `npm run test:scenarios`, which `.ci/run` runs as their own timed steps after this.
 first=(@resilience/deriver @resilience/api-app)
 pids=()
 for package in "${first[@]}"; do

@@ -3,9 +3,9 @@ import { Checker } from "@resilience/checker"
 import { Orphans } from "@resilience/local-postgres"
 import { Effect, Random } from "effect"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import * as Report from "../src/Report.ts"
-import * as Scenario from "../src/Scenario.ts"
-import * as SystemPackages from "../src/SystemPackages.ts"
+import * as Report from "../../src/Report.ts"
+import * as Scenario from "../../src/Scenario.ts"
+import * as SystemPackages from "../../src/SystemPackages.ts"
 
 const skip = SystemPackages.skipReason()
 
