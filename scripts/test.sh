@@ -18,10 +18,10 @@ export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-${TMPDIR:-/tmp}/resilience-node
 find . -path ./node_modules -prune -o -type d -name test-results -prune -exec rm -rf {} +
 # Two long suites (the API's, the deriver's) start at once, each in its own Turbo run, beside the rest at
 # concurrency 2: Turbo has no priorities and would start them after the packages they depend on, when they are the
-# critical path (the API's started at +104 to +142 s and ended the run). In a fresh clone at f257ca0 the API's took
-# 65 s from +0 of a 129 s run, the deriver's 35 s (126 s before its real outages became scenarios). Alternating runs: 188 and 169 s against
+# critical path (the API's started at +104 to +142 s and ended the run). Alternating runs: 188 and 169 s against
 # 169 and 207 s; a run's CPU varies by a quarter on this machine, so per second of CPU: 0.53 against 0.56
-# (docs/results/test-suite.md).
+# (docs/results/test-suite.md). In a fresh clone at f257ca0 the API's took 65 s from +0 of a 129 s run, the
+# deriver's 35 s (126 s before its real outages became scenarios).
 # The scenarios are not here (each package's test/scenarios, vitest.shared.ts): the deriver's real outages and the
 # failover lab's switchover, `npm run test:scenarios`, which `.ci/run` runs as their own timed steps after this.
 first=(@resilience/deriver @resilience/api-app)
