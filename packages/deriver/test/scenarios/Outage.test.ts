@@ -204,7 +204,6 @@ const scenario = (
         pendingAfterFault
       } satisfies Figures
     }).pipe(Effect.provide(admin))
-    yield* Scope.close(clusterScope, Exit.void)
     console.log(`[figures] ${label}: ${JSON.stringify(figures)}`)
     return figures
   }).pipe(Effect.scoped, Effect.provideService(References.MinimumLogLevel, "Error"))
