@@ -157,7 +157,12 @@ export const settleAttempt = (
   now: number,
   u: number
 ): State => {
-  const circuit = Breaker.settle(state.circuit, policy.breaker, Outcome.toBreaker(outcome), probe, now, u)
+  const circuit = Breaker.settle(state.circuit, policy.breaker, {
+    outcome: Outcome.toBreaker(outcome),
+    probe,
+    now,
+    draw: () => u
+  })
   const reopened = state.circuit.phase !== "Closed" && circuit.phase === "Closed"
   return { ...state, circuit, limit: reopened ? Limit.recovered(state.limit, policy.limit) : state.limit }
 }
