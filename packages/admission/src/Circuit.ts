@@ -88,7 +88,7 @@ export const make = (settings: Settings.Settings): Effect.Effect<Circuit> =>
 
     const settle = (outcome: Breaker.Outcome, probe: boolean) =>
       Effect.gen(function*() {
-        const u = outcome === "Unavailable" && rules.windows.ratio > 0 ? yield* Random.next : 0
+        const u = rules.windows.ratio > 0 && Breaker.opens(state, rules, outcome, probe) ? yield* Random.next : 0
         const now = yield* Clock.currentTimeMillis
         yield* commit(Breaker.settle(state, rules, { outcome, probe, now, draw: () => u }), now)
       })

@@ -316,7 +316,10 @@ export const make = (options: {
           if (Predicate.isTagged(failure, "DatabaseUnavailable")) lastReason = (failure as DatabaseUnavailable).reason
         }
         const now = yield* Clock.currentTimeMillis
-        return yield* update(settleAttempt(state, rules, Outcome.ofExit(exit), probe, now, yield* draw))
+        const outcome = Outcome.ofExit(exit)
+        // The draw only when a window opens, as the API's circuit and the simulator take it.
+        const u = Breaker.opens(state.circuit, rules.breaker, Outcome.toBreaker(outcome), probe) ? yield* draw : 0
+        return yield* update(settleAttempt(state, rules, outcome, probe, now, u))
       })
 
     /** The guard a checkout's connection attempts go through: waiting (`run`) or not (`runNow`). */
