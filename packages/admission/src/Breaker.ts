@@ -119,30 +119,56 @@ const open = (state: State, policy: Policy, now: number, u: number, failedProbes
 })
 
 /**
- * The state after a call that ran ended at `now` (`probe`: it was the probe; `u`: a uniform draw for the
- * window's jitter):
+ * How a call that ran ended, for {@link settle}.
+ *
+ * @since 0.3.0
+ */
+export interface Settled {
+  readonly outcome: Outcome
+  /** The call was the probe. */
+  readonly probe: boolean
+  /** When it ended (ms). */
+  readonly now: number
+  /**
+   * A uniform draw in [0, 1) for the window's jitter, taken only when this outcome opens a window (see
+   * {@link opens}), so every caller draws at the same point.
+   */
+  readonly draw: () => number
+}
+
+/**
+ * Whether settling `outcome` on `state` opens a window (the one case where {@link settle} asks for a draw).
+ *
+ * @since 0.3.0
+ */
+export const opens = (state: State, policy: Policy, outcome: Outcome, probe: boolean): boolean => {
+  if (outcome !== "Unavailable") return false
+  if (probe) return true
+  if (state.phase !== "Closed") return false
+  const recent = [...state.recent, true].slice(-2 * policy.tripFailures)
+  return recent.reduce((n, failed) => failed ? n + 1 : n, 0) >= policy.tripFailures
+}
+
+/**
+ * The state after a call that ran ended:
  * - the probe answered: closed, windows back to the base;
  * - the probe failed: open for the next window (one step longer, up to the cap);
  * - the probe told nothing: half-open, the next caller probes;
  * - closed: the outcome is recorded; `tripFailures` unavailable among the last `2 × tripFailures` opens it;
  * - a call admitted before the circuit opened that ends while it is open or half-open: nothing changes.
  *
+ * `draw` is called once, and only when a window opens.
+ *
  * @since 0.2.0
  */
-export const settle = (
-  state: State,
-  policy: Policy,
-  outcome: Outcome,
-  probe: boolean,
-  now: number,
-  u: number
-): State => {
+export const settle = (state: State, policy: Policy, settled: Settled): State => {
+  const { draw, now, outcome, probe } = settled
   if (probe) {
     switch (outcome) {
       case "Answered":
         return initial(policy)
       case "Unavailable":
-        return open(state, policy, now, u, state.failedProbes + 1)
+        return open(state, policy, now, draw(), state.failedProbes + 1)
       case "Ignored":
         return { ...state, probing: false }
     }
@@ -150,7 +176,7 @@ export const settle = (
   if (state.phase !== "Closed" || outcome === "Ignored") return state
   const recent = [...state.recent, outcome === "Unavailable"].slice(-2 * policy.tripFailures)
   const failures = recent.reduce((n, failed) => failed ? n + 1 : n, 0)
-  return failures >= policy.tripFailures ? open(state, policy, now, u, 0) : { ...state, recent }
+  return failures >= policy.tripFailures ? open(state, policy, now, draw(), 0) : { ...state, recent }
 }
 
 /**

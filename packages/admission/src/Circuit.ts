@@ -88,9 +88,9 @@ export const make = (settings: Settings.Settings): Effect.Effect<Circuit> =>
 
     const settle = (outcome: Breaker.Outcome, probe: boolean) =>
       Effect.gen(function*() {
-        const u = outcome === "Unavailable" && rules.windows.ratio > 0 ? yield* Random.next : 0
+        const u = rules.windows.ratio > 0 && Breaker.opens(state, rules, outcome, probe) ? yield* Random.next : 0
         const now = yield* Clock.currentTimeMillis
-        yield* commit(Breaker.settle(state, rules, outcome, probe, now, u), now)
+        yield* commit(Breaker.settle(state, rules, { outcome, probe, now, draw: () => u }), now)
       })
 
     const execute = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Shed.Shed, R> =>

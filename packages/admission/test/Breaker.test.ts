@@ -8,7 +8,14 @@ const policy: Breaker.Policy = {
 
 const tripped = (now: number) => {
   let state = Breaker.initial(policy)
-  for (let i = 0; i < 2; i++) state = Breaker.settle(state, policy, "Unavailable", false, now, 0)
+  for (let i = 0; i < 2; i++) {
+    state = Breaker.settle(state, policy, {
+      outcome: "Unavailable",
+      probe: false,
+      now: now,
+      draw: () => 0
+    })
+  }
   return state
 }
 
@@ -16,12 +23,12 @@ describe("Breaker (pure)", () => {
   it("opens when tripFailures of the last 2 × tripFailures outcomes were unavailable", () => {
     let state = Breaker.initial(policy)
     for (const outcome of ["Unavailable", "Answered", "Answered", "Answered", "Unavailable"] as const) {
-      state = Breaker.settle(state, policy, outcome, false, 0, 0)
+      state = Breaker.settle(state, policy, { outcome: outcome, probe: false, now: 0, draw: () => 0 })
     }
     assert.strictEqual(state.phase, "Closed", "two of the last four, but the first fell out of the window")
-    state = Breaker.settle(state, policy, "Ignored", false, 0, 0)
+    state = Breaker.settle(state, policy, { outcome: "Ignored", probe: false, now: 0, draw: () => 0 })
     assert.strictEqual(state.phase, "Closed", "ignored outcomes are not recorded")
-    state = Breaker.settle(state, policy, "Unavailable", false, 0, 0)
+    state = Breaker.settle(state, policy, { outcome: "Unavailable", probe: false, now: 0, draw: () => 0 })
     assert.strictEqual(state.phase, "Open")
     assert.strictEqual(state.openUntil, 500, "the base window at the lowest jitter draw")
   })
@@ -39,7 +46,18 @@ describe("Breaker (pure)", () => {
 
   it("a probe that told nothing, or gave up, lets the next caller probe", () => {
     const [, probing] = Breaker.enter(tripped(0), 500)
-    assert.strictEqual(Breaker.enter(Breaker.settle(probing, policy, "Ignored", true, 600, 0), 600)[0], "probe")
+    assert.strictEqual(
+      Breaker.enter(
+        Breaker.settle(probing, policy, {
+          outcome: "Ignored",
+          probe: true,
+          now: 600,
+          draw: () => 0
+        }),
+        600
+      )[0],
+      "probe"
+    )
     assert.strictEqual(Breaker.enter(Breaker.abandon(probing), 600)[0], "probe")
   })
 
@@ -49,15 +67,33 @@ describe("Breaker (pure)", () => {
     const windows: Array<number> = []
     for (let i = 0; i < 7; i++) {
       now = state.openUntil
-      state = Breaker.settle(state, policy, "Answered", false, now, 0.5)
+      state = Breaker.settle(state, policy, { outcome: "Answered", probe: false, now: now, draw: () => 0.5 })
       assert.strictEqual(state.phase, "Open", "a late answer of a call admitted before the trip")
       const [, probing] = Breaker.enter(state, now)
-      state = Breaker.settle(probing, policy, "Unavailable", true, now, 0.5)
+      state = Breaker.settle(probing, policy, { outcome: "Unavailable", probe: true, now: now, draw: () => 0.5 })
       windows.push(state.openUntil - now)
     }
     assert.deepStrictEqual(windows, [2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000])
     assert.strictEqual(state.failedProbes, 7)
     const [, probing] = Breaker.enter(state, state.openUntil)
-    assert.deepStrictEqual(Breaker.settle(probing, policy, "Answered", true, now, 0.5), Breaker.initial(policy))
+    assert.deepStrictEqual(
+      Breaker.settle(probing, policy, { outcome: "Answered", probe: true, now: now, draw: () => 0.5 }),
+      Breaker.initial(policy)
+    )
+  })
+})
+
+describe("Breaker.settle's draw", () => {
+  it("is taken once, and only when a window opens", () => {
+    let draws = 0
+    const draw = () => (draws++, 0.5)
+    let state = Breaker.initial(policy)
+    assert.isFalse(Breaker.opens(state, policy, "Unavailable", false))
+    state = Breaker.settle(state, policy, { outcome: "Unavailable", probe: false, now: 0, draw })
+    assert.strictEqual(draws, 0)
+    assert.isTrue(Breaker.opens(state, policy, "Unavailable", false))
+    state = Breaker.settle(state, policy, { outcome: "Unavailable", probe: false, now: 0, draw })
+    assert.strictEqual(state.phase, "Open")
+    assert.strictEqual(draws, 1)
   })
 })

@@ -157,7 +157,12 @@ export const settleAttempt = (
   now: number,
   u: number
 ): State => {
-  const circuit = Breaker.settle(state.circuit, policy.breaker, Outcome.toBreaker(outcome), probe, now, u)
+  const circuit = Breaker.settle(state.circuit, policy.breaker, {
+    outcome: Outcome.toBreaker(outcome),
+    probe,
+    now,
+    draw: () => u
+  })
   const reopened = state.circuit.phase !== "Closed" && circuit.phase === "Closed"
   return { ...state, circuit, limit: reopened ? Limit.recovered(state.limit, policy.limit) : state.limit }
 }
@@ -311,7 +316,10 @@ export const make = (options: {
           if (Predicate.isTagged(failure, "DatabaseUnavailable")) lastReason = (failure as DatabaseUnavailable).reason
         }
         const now = yield* Clock.currentTimeMillis
-        return yield* update(settleAttempt(state, rules, Outcome.ofExit(exit), probe, now, yield* draw))
+        const outcome = Outcome.ofExit(exit)
+        // The draw only when a window opens, as the API's circuit and the simulator take it.
+        const u = Breaker.opens(state.circuit, rules.breaker, Outcome.toBreaker(outcome), probe) ? yield* draw : 0
+        return yield* update(settleAttempt(state, rules, outcome, probe, now, u))
       })
 
     /** The guard a checkout's connection attempts go through: waiting (`run`) or not (`runNow`). */

@@ -81,11 +81,8 @@ export class Gate {
   finish(t: number, outcome: Outcome, inFlight: number, millis: number, probe: boolean): void {
     this.inFlight--
     this.limit = Limit.next(this.limit, { outcome, inFlight, millis }, this.settings)
-    const next = Breaker.settle(this.circuit, this.policy, outcome, probe, t, 0)
-    // A draw only when a window opens (the simulation's random stream moves as it did before).
-    this.circuit = next.phase === "Open" && this.circuit.phase !== "Open"
-      ? Breaker.settle(this.circuit, this.policy, outcome, probe, t, this.draw())
-      : next
+    // The draw is taken only when a window opens (the simulation's random stream moves as it did before).
+    this.circuit = Breaker.settle(this.circuit, this.policy, { outcome, probe, now: t, draw: this.draw })
   }
 
   /** Whether the circuit is open or half-open now. */
