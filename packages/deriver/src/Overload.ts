@@ -197,6 +197,30 @@ export const needsDraw = (outcome: Scheduling.Outcome, signal: Signal, backoff: 
   Scheduling.needsDraw(outcome, backoff) || (backoff.ratio !== 0 && isOverloadSignal(signal))
 
 /**
+ * What {@link sleepFrom} decides on: the settings, the overload states before and after this poll's step, the
+ * poll's outcome and signal, the schedule's own sleep, the time and the uniform draw (both arguments, so the
+ * function stays pure and the simulator replays it).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface SleepInput {
+  readonly settings: Settings
+  readonly backoff: PollBackoff.Settings
+  /** The overload state before this poll's step. */
+  readonly before: State
+  /** The overload state after this poll's step. */
+  readonly after: State
+  readonly outcome: Scheduling.Outcome
+  readonly signal: Signal
+  /** The sleep {@link Scheduling.decide} chose for this outcome. */
+  readonly scheduledSleepMillis: number
+  readonly nowMillis: number
+  /** A uniform draw in [0, 1). */
+  readonly u: number
+}
+
+/**
  * The sleep after a poll, given the schedule's sleep and the states before and after this poll's step:
  * - `busy`: the schedule's (a jittered base, ended early by a free worker: a local event);
  * - `claimed`: 0 (work drains at once), or the jittered floor when the claim was slow;
@@ -205,18 +229,10 @@ export const needsDraw = (outcome: Scheduling.Outcome, signal: Signal, backoff: 
  *   longer than the time until it is gone.
  *
  * @since 0.2.0
+ * @category decisions
  */
-export const sleepFrom = (
-  settings: Settings,
-  backoff: PollBackoff.Settings,
-  before: State,
-  after: State,
-  outcome: Scheduling.Outcome,
-  signal: Signal,
-  scheduledSleepMillis: number,
-  nowMillis: number,
-  u: number
-): number => {
+export const sleepFrom = (input: SleepInput): number => {
+  const { after, backoff, before, nowMillis, outcome, scheduledSleepMillis, settings, signal, u } = input
   switch (outcome) {
     case "busy":
       return scheduledSleepMillis
@@ -254,26 +270,49 @@ export interface Decision {
 }
 
 /**
+ * What {@link decide} decides on: the settings, the schedule's and the floor's states before this poll, the
+ * poll's outcome and signal, the time and the uniform draw (both arguments, so the function stays pure and the
+ * simulator replays it).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface DecideInput {
+  readonly settings: Settings
+  readonly backoff: PollBackoff.Settings
+  readonly schedule: PollBackoff.State
+  readonly overload: State
+  readonly outcome: Scheduling.Outcome
+  readonly signal: Signal
+  readonly nowMillis: number
+  /** A uniform draw in [0, 1). */
+  readonly u: number
+}
+
+/**
  * The loop's decision after a poll at `nowMillis`: {@link Scheduling.decide} for the schedule, the floor's
  * step with this poll's signal, then the sleep ({@link sleepFrom}). With `initial` and no overload signal
  * this is exactly `Scheduling.decide`.
  *
  * @since 0.2.0
+ * @category decisions
  */
-export const decide = (
-  settings: Settings,
-  backoff: PollBackoff.Settings,
-  schedule: PollBackoff.State,
-  overload: State,
-  outcome: Scheduling.Outcome,
-  signal: Signal,
-  nowMillis: number,
-  u: number
-): Decision => {
+export const decide = (input: DecideInput): Decision => {
+  const { backoff, nowMillis, outcome, overload, schedule, settings, signal, u } = input
   const scheduled = Scheduling.decide(backoff, schedule, outcome, u)
   const next = step(settings, overload, signal, scheduled.state.currentMillis, nowMillis)
   return {
-    sleepMillis: sleepFrom(settings, backoff, overload, next, outcome, signal, scheduled.sleepMillis, nowMillis, u),
+    sleepMillis: sleepFrom({
+      settings,
+      backoff,
+      before: overload,
+      after: next,
+      outcome,
+      signal,
+      scheduledSleepMillis: scheduled.sleepMillis,
+      nowMillis,
+      u
+    }),
     schedule: scheduled.state,
     overload: next,
     floorMillis: floorAt(settings, next, nowMillis),

@@ -286,16 +286,16 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
           : Overload.signalOf(options.overload, polled.result, "elapsedMillis" in polled ? polled.elapsedMillis : 0)
         const u = yield* draw(Overload.needsDraw(outcome, signal, settings))
         const decidedAt = yield* Clock.currentTimeMillis
-        const decision = Overload.decide(
-          options.overload ?? noOverload,
-          settings,
-          state,
+        const decision = Overload.decide({
+          settings: options.overload ?? noOverload,
+          backoff: settings,
+          schedule: state,
           overload,
           outcome,
           signal,
-          decidedAt,
+          nowMillis: decidedAt,
           u
-        )
+        })
         state = decision.schedule
         overload = decision.overload
         alongAllowed = options.claimAlong === true && decision.floorMillis === 0 && outcome !== "error"

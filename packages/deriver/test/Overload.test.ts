@@ -45,7 +45,16 @@ const replay = (
   const times: Array<number> = []
   polls.forEach(([outcome, signal], i) => {
     now += pollMillis
-    const decision = Overload.decide(settings, backoff(ratio), schedule, overload, outcome, signal, now, draws(i))
+    const decision = Overload.decide({
+      settings,
+      backoff: backoff(ratio),
+      schedule,
+      overload,
+      outcome,
+      signal,
+      nowMillis: now,
+      u: draws(i)
+    })
     sleeps.push(decision.sleepMillis)
     times.push(now)
     schedule = decision.schedule
@@ -91,7 +100,16 @@ describe("Overload (pure)", () => {
               Scheduling.needsDraw(outcome, backoff(ratio))
             )
             const expected = Scheduling.decide(backoff(ratio), state, outcome, u)
-            const actual = Overload.decide(settings, backoff(ratio), state, overload, outcome, signal, now, u)
+            const actual = Overload.decide({
+              settings,
+              backoff: backoff(ratio),
+              schedule: state,
+              overload,
+              outcome,
+              signal,
+              nowMillis: now,
+              u
+            })
             now += actual.sleepMillis + 7
             assert.strictEqual(actual.sleepMillis, expected.sleepMillis)
             assert.deepStrictEqual(actual.schedule, expected.state)
@@ -129,25 +147,43 @@ describe("Overload (pure)", () => {
 
   it("under the floor a claim that was fast is followed by the next poll at once; a busy loop wakes on a free worker", () => {
     const overloaded: Overload.State = { floorMillis: 300_000, healthySinceMillis: Infinity }
-    const claimed = Overload.decide(
+    const claimed = Overload.decide({
       settings,
-      backoff(0.5),
-      { currentMillis: 30_000 },
-      overloaded,
-      "claimed",
-      "fast",
-      0,
-      0
-    )
+      backoff: backoff(0.5),
+      schedule: { currentMillis: 30_000 },
+      overload: overloaded,
+      outcome: "claimed",
+      signal: "fast",
+      nowMillis: 0,
+      u: 0
+    })
     assert.strictEqual(claimed.sleepMillis, 0)
     assert.deepStrictEqual(claimed.schedule, { currentMillis: 1000 })
-    const busy = Overload.decide(settings, backoff(0.5), { currentMillis: 1000 }, overloaded, "busy", "none", 0, 0)
+    const busy = Overload.decide({
+      settings,
+      backoff: backoff(0.5),
+      schedule: { currentMillis: 1000 },
+      overload: overloaded,
+      outcome: "busy",
+      signal: "none",
+      nowMillis: 0,
+      u: 0
+    })
     assert.isTrue(busy.wakeable)
     assert.strictEqual(busy.sleepMillis, 500, "the jittered base, not the floor")
     assert.isFalse(Overload.needsDraw("claimed", "fast", backoff(0.5)))
     assert.isTrue(Overload.needsDraw("claimed", "slow", backoff(0.5)))
     // Time-driven polls under a holding floor wait it out (a failure that teaches nothing leaves it holding).
-    const failed = Overload.decide(settings, backoff(0.5), { currentMillis: 1000 }, overloaded, "error", "none", 0, 0)
+    const failed = Overload.decide({
+      settings,
+      backoff: backoff(0.5),
+      schedule: { currentMillis: 1000 },
+      overload: overloaded,
+      outcome: "error",
+      signal: "none",
+      nowMillis: 0,
+      u: 0
+    })
     assert.strictEqual(failed.sleepMillis, 150_000)
     assert.isFalse(failed.wakeable)
   })
@@ -172,7 +208,16 @@ describe("Overload (pure)", () => {
           let overload = Overload.initial
           let now = 0
           for (let i = 0; i < slowPolls; i++) {
-            const decision = Overload.decide(settings, backoff(ratio), schedule, overload, "empty", "slow", now, 0.5)
+            const decision = Overload.decide({
+              settings,
+              backoff: backoff(ratio),
+              schedule,
+              overload,
+              outcome: "empty",
+              signal: "slow",
+              nowMillis: now,
+              u: 0.5
+            })
             schedule = decision.schedule
             overload = decision.overload
             now += decision.sleepMillis + 2500
@@ -181,7 +226,16 @@ describe("Overload (pure)", () => {
           let healthySince: number | undefined
           let previousFloor = floorAtSignal
           for (const [outcome, signal, u, pollMillis] of polls) {
-            const decision = Overload.decide(settings, backoff(ratio), schedule, overload, outcome, signal, now, u)
+            const decision = Overload.decide({
+              settings,
+              backoff: backoff(ratio),
+              schedule,
+              overload,
+              outcome,
+              signal,
+              nowMillis: now,
+              u
+            })
             if (healthySince === undefined && Overload.isHealthySignal(signal)) healthySince = now
             if (healthySince !== undefined) {
               const end = healthySince + 30_000 * (floorAtSignal / 300_000)
@@ -241,16 +295,16 @@ describe("Overload (pure)", () => {
         fc.integer({ min: 0, max: 300_000 }),
         Arbitraries.sleepingOutcome,
         (ratio, u, current, floor, outcome) => {
-          const { sleepMillis } = Overload.decide(
+          const { sleepMillis } = Overload.decide({
             settings,
-            backoff(ratio),
-            { currentMillis: current },
-            { floorMillis: floor, healthySinceMillis: Infinity },
+            backoff: backoff(ratio),
+            schedule: { currentMillis: current },
+            overload: { floorMillis: floor, healthySinceMillis: Infinity },
             outcome,
-            "none",
-            0,
+            signal: "none",
+            nowMillis: 0,
             u
-          )
+          })
           return Arbitraries.withinJitter(sleepMillis, ratio, outcome === "busy" ? 1000 : Math.max(current, floor))
         }
       )

@@ -388,16 +388,16 @@ class World {
     }
     const state: Overload.State = { floorMillis: this.floor[i]!, healthySinceMillis: this.healthySince[i]! }
     const u = Overload.needsDraw(outcome, signal, settings) ? this.random() : 0
-    const decision = Overload.decide(
-      overload,
-      settings,
-      { currentMillis: this.current[i]! },
-      state,
+    const decision = Overload.decide({
+      settings: overload,
+      backoff: settings,
+      schedule: { currentMillis: this.current[i]! },
+      overload: state,
       outcome,
       signal,
-      t,
+      nowMillis: t,
       u
-    )
+    })
     this.current[i] = decision.schedule.currentMillis
     this.floor[i] = decision.overload.floorMillis
     this.healthySince[i] = decision.overload.healthySinceMillis
