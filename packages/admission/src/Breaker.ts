@@ -121,7 +121,7 @@ const open = (state: State, policy: Policy, now: number, u: number, failedProbes
 /**
  * How a call that ran ended, for {@link settle}.
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 export interface Settled {
   readonly outcome: Outcome
@@ -139,7 +139,7 @@ export interface Settled {
 /**
  * Whether settling `outcome` on `state` opens a window (the one case where {@link settle} asks for a draw).
  *
- * @since 0.3.0
+ * @since 0.2.0
  */
 export const opens = (state: State, policy: Policy, outcome: Outcome, probe: boolean): boolean => {
   if (outcome !== "Unavailable") return false
