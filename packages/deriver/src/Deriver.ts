@@ -55,7 +55,7 @@ export interface Deriver extends PollLoop.PollLoop {
 }
 
 /** What every step of one deriver shares: its session, schema, owner, handlers and settings. */
-interface Context<R> {
+interface Shared<R> {
   readonly session: DbSession["Service"]
   readonly schema: SchemaName.SchemaName
   readonly owner: string
@@ -67,23 +67,19 @@ interface Context<R> {
   readonly gate: CheckoutGate.CheckoutGate
   /** The session handlers see: every checkout they make through `DbSession` goes through {@link gate}. */
   readonly handlerSession: DbSession["Service"]
-  /**
-   * Claims made by the poll and not yet taken by their worker, per unit key in claim order (the loop hands
-   * workers unit keys; each worker takes its claim, with its fencing token, when it starts).
-   */
-  readonly claims: Map<string, Array<Queue.Claim>>
-  /** The first batch of each claimed unit, read by the claim statement itself (by ownership row id). */
-  readonly prefetched: Map<string, ReadonlyArray<Queue.Item>>
-  /**
-   * Whether workers stop claiming their next unit with their last record: set when such a record took longer
-   * than a slow poll (a thrash signal that only the poller's own claims report to the overload schedule),
-   * cleared by the poller's next claim statement that succeeds.
-   */
-  readonly along: { paused: boolean }
+}
+
+/**
+ * What the loop hands a worker: the claim (with its fencing token) and the unit's first batch, read by the
+ * claim statement itself (the poll's, or the record's that claimed it along).
+ */
+interface Claimed {
+  readonly claim: Queue.Claim
+  readonly items: ReadonlyArray<Queue.Item>
 }
 
 /** One checkout of this deriver, through its gate (waits while the process backs off). */
-const checkout = <R, A, E, R2>(ctx: Context<R>, f: (connection: Connection) => Effect.Effect<A, E, R2>) =>
+const checkout = <R, A, E, R2>(ctx: Shared<R>, f: (connection: Connection) => Effect.Effect<A, E, R2>) =>
   ctx.gate.run(ctx.session.withConnection(f))
 
 /** What a handler's run means for its item: mark it (with an error, or none), or leave it for later. */
@@ -93,7 +89,7 @@ type HandlerOutcome = { readonly failed: string | undefined } | { readonly datab
 // Poll: one checkout, the stale cleanup when due, then the claim
 
 /** One poll on one checkout: the stale cleanup when due, then the claim of up to `limit` units. */
-const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
+const pollStep = <R>(ctx: Shared<R>) => (limit: number, cleanup: boolean) =>
   ctx.gate.runNow(
     withClaimDeadline(
       ctx,
@@ -103,9 +99,7 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
             yield* cleanupStale(ctx, connection)
             yield* pruneHistory(ctx, connection)
           }
-          const claimed = yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
-          ctx.along.paused = false
-          return register(ctx, claimed)
+          return yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
         })
       )
     ),
@@ -123,20 +117,6 @@ const pollStep = <R>(ctx: Context<R>) => (limit: number, cleanup: boolean) =>
     )
   )
 
-/** Keeps claimed units for their workers (claim and first batch); returns their keys, in claim order. */
-const register = <R>(
-  ctx: Context<R>,
-  claimed: ReadonlyArray<{ readonly claim: Queue.Claim; readonly items: ReadonlyArray<Queue.Item> }>
-): ReadonlyArray<string> => {
-  for (const { claim, items } of claimed) {
-    const waiting = ctx.claims.get(claim.workUnitKey)
-    if (waiting === undefined) ctx.claims.set(claim.workUnitKey, [claim])
-    else waiting.push(claim)
-    ctx.prefetched.set(claim.id, items)
-  }
-  return claimed.map(({ claim }) => claim.workUnitKey)
-}
-
 /** A poll's checkout plus claim took longer than `DERIVER_CLAIM_TIMEOUT_SECONDS` and was interrupted. */
 class ClaimTimedOut extends Data.TaggedError("ClaimTimedOut")<{ readonly timeoutMillis: number }> {}
 
@@ -144,7 +124,7 @@ class ClaimTimedOut extends Data.TaggedError("ClaimTimedOut")<{ readonly timeout
  * The claim's own deadline: past it the poll is interrupted (the checkout closes its connection, which
  * cancels the statement on the server) and fails with {@link ClaimTimedOut}, an overload signal.
  */
-const withClaimDeadline = <R, A, E, R2>(ctx: Context<R>, poll: Effect.Effect<A, E, R2>) =>
+const withClaimDeadline = <R, A, E, R2>(ctx: Shared<R>, poll: Effect.Effect<A, E, R2>) =>
   poll.pipe(
     Effect.timeoutOrElse({
       duration: Duration.millis(ctx.config.claimTimeoutMillis),
@@ -168,7 +148,7 @@ const cancelledCodes: ReadonlySet<string> = new Set(["57014", "STATEMENT_TIMEOUT
  * How many units the process can start now: none while its gate is blocked (an outage), else what the
  * gate's concurrency limit leaves beyond the units already held (each needs checkouts to make progress).
  */
-const capacity = <R>(ctx: Context<R>) => (held: number): Effect.Effect<number | "blocked"> =>
+const capacity = <R>(ctx: Shared<R>) => (held: number): Effect.Effect<number | "blocked"> =>
   Effect.gen(function*() {
     if (yield* ctx.gate.blocked) return "blocked" as const
     const state = yield* ctx.gate.state
@@ -185,7 +165,7 @@ const historyBatchesPerRound = 10
  * than the retention window in batches of {@link historyBatchSize}, until a batch comes back short or
  * {@link historyBatchesPerRound} batches ran.
  */
-const pruneHistory = <R>(ctx: Context<R>, connection: Connection) =>
+const pruneHistory = <R>(ctx: Shared<R>, connection: Connection) =>
   Effect.gen(function*() {
     let total = 0
     for (let batch = 0; batch < historyBatchesPerRound; batch++) {
@@ -206,7 +186,7 @@ const pruneHistory = <R>(ctx: Context<R>, connection: Connection) =>
     }
   })
 
-const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>
+const cleanupStale = <R>(ctx: Shared<R>, connection: Connection) =>
   Effect.gen(function*() {
     const freed = yield* Queue.cleanupStale(connection, ctx.schema, ctx.config.staleTimeoutMillis / 1000)
     if (freed.length > 0) {
@@ -221,7 +201,7 @@ const cleanupStale = <R>(ctx: Context<R>, connection: Connection) =>
 // Worker back-off
 
 /** Sleeps the jittered back-off of `state` and returns the next state. */
-const sleepAfterFailure = <R>(ctx: Context<R>, state: PollBackoff.State) =>
+const sleepAfterFailure = <R>(ctx: Shared<R>, state: PollBackoff.State) =>
   Effect.gen(function*() {
     const u = ctx.config.workerBackoff.ratio === 0 ? 0 : yield* Random.next
     yield* Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, ctx.config.workerBackoff, u)))
@@ -238,7 +218,7 @@ const sleepAfterFailure = <R>(ctx: Context<R>, state: PollBackoff.State) =>
  * time. Completes when a beat finds the claim gone (a stale cleanup took the unit over): the worker gives the
  * unit up at once (see {@link processUnit}).
  */
-const keepAlive = <R>(ctx: Context<R>, claim: Queue.Claim): Effect.Effect<"lost"> =>
+const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost"> =>
   Effect.gen(function*() {
     while (true) {
       yield* Effect.sleep(Duration.millis(ctx.config.staleTimeoutMillis / 3))
@@ -264,7 +244,7 @@ const keepAlive = <R>(ctx: Context<R>, claim: Queue.Claim): Effect.Effect<"lost"
  * leaves it unprocessed for a later attempt.
  */
 const runHandler = <R>(
-  ctx: Context<R>,
+  ctx: Shared<R>,
   item: Queue.Item,
   whileRunning: Effect.Effect<never>
 ): Effect.Effect<HandlerOutcome, never, R> => {
@@ -295,7 +275,7 @@ const runHandler = <R>(
  * not hold back the record of finished ones). Returns the outcomes not yet recorded, and whether a record
  * found the unit taken away.
  */
-const handleBatch = <R>(ctx: Context<R>, claim: Queue.Claim, batch: ReadonlyArray<Queue.Item>) =>
+const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray<Queue.Item>) =>
   Effect.gen(function*() {
     let pending: Array<Queue.Outcome> = []
     let lost = false
@@ -333,33 +313,33 @@ const handleBatch = <R>(ctx: Context<R>, claim: Queue.Claim, batch: ReadonlyArra
 
 /**
  * Records a batch's outcomes in one statement (one checkout), with the heartbeat, or with the release of the
- * unit when `release` (the unit looked drained). With `release`, when `along` says > 0, the same statement claims
- * that many more units for this worker ({@link Queue.recordAndClaim}): their keys come back in `next`. Returns
+ * unit when `release` (the unit looked drained). With `release`, the statement runs through the loop's `along`:
+ * when it allows more, the same statement claims that many more units for this worker
+ * ({@link Queue.recordAndClaim}): their claims, with their first batches, come back in `next`. Returns
  * undefined when the database failed: the batch's items stay unprocessed and are handled again
  * (at-least-once).
  */
 const recordBatch = <R>(
-  ctx: Context<R>,
+  ctx: Shared<R>,
   claim: Queue.Claim,
   outcomes: ReadonlyArray<Queue.Outcome>,
   release: boolean,
-  along: Effect.Effect<number> = Effect.succeed(0)
+  along?: PollLoop.Along
 ) =>
   Effect.gen(function*() {
     const unit = claim.workUnitKey
-    const limit = release && !ctx.along.paused ? yield* along : 0
-    const claimAlong = limit > 0
-    const startedAt = yield* Clock.currentTimeMillis
-    const recorded = yield* checkout(
-      ctx,
-      (connection) =>
-        claimAlong
-          ? Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize)
-          : Effect.map(
-            Queue.record(connection, ctx.schema, claim, outcomes, release),
-            (recorded) => ({ recorded, claimed: [] })
-          )
-    ).pipe(Effect.result)
+    const statement = (limit: number) =>
+      checkout(
+        ctx,
+        (connection) =>
+          limit > 0
+            ? Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize)
+            : Effect.map(
+              Queue.record(connection, ctx.schema, claim, outcomes, release),
+              (recorded) => ({ recorded, claimed: [] })
+            )
+      )
+    const recorded = yield* (release && along !== undefined ? along(statement) : statement(0)).pipe(Effect.result)
     if (recorded._tag === "Failure") {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, outcomes.length)
       yield* ctx.conditions.report("could not mark items; they stay unprocessed", recorded.failure, {
@@ -367,10 +347,6 @@ const recordBatch = <R>(
         items: outcomes.length
       })
       return undefined
-    }
-    if (claimAlong && ctx.config.overloadEnabled) {
-      const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
-      if (elapsedMillis > ctx.config.overload.slowPollMillis) ctx.along.paused = true
     }
     const failed = outcomes.filter((outcome) => outcome.error !== undefined)
     yield* Metric.update(DeriverMetrics.itemsProcessed, outcomes.length - failed.length)
@@ -380,7 +356,7 @@ const recordBatch = <R>(
         Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error })
       )
     }
-    return { ...recorded.success.recorded, next: register(ctx, recorded.success.claimed) }
+    return { ...recorded.success.recorded, next: recorded.success.claimed }
   })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -391,22 +367,24 @@ const recordBatch = <R>(
  * still ours to release, or taken by a stale cleanup.
  */
 type Drained =
-  | { readonly _tag: "Released"; readonly next: ReadonlyArray<string> }
+  | { readonly _tag: "Released"; readonly next: ReadonlyArray<Claimed> }
   | { readonly _tag: "Drained"; readonly failures: PollBackoff.State }
   | { readonly _tag: "Lost" }
 
 /**
- * Drains a unit batch by batch (read, handle, record: two checkouts per batch), backing off a failing
- * database. A batch shorter than the batch size means the unit looks drained: its record also releases the
- * unit and, with `along` > 0, claims this worker's next unit in the same statement.
+ * Drains a unit batch by batch (the first came with the claim; then read, handle, record: two checkouts per
+ * batch), backing off a failing database. A batch shorter than the batch size means the unit looks drained: its
+ * record also releases the unit and, when `along` allows it, claims this worker's next unit in the same statement.
  */
-const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim, along: Effect.Effect<number>) =>
+const drainUnit = <R>(ctx: Shared<R>, claimed: Claimed, along: PollLoop.Along) =>
   Effect.gen(function*() {
+    const { claim } = claimed
     const unit = claim.workUnitKey
     let failures = PollBackoff.initial(ctx.config.workerBackoff)
+    let first: ReadonlyArray<Queue.Item> | undefined = claimed.items
     while (true) {
-      const prefetched = ctx.prefetched.get(claim.id)
-      ctx.prefetched.delete(claim.id)
+      const prefetched = first
+      first = undefined
       const batch = prefetched !== undefined
         ? Result.succeed(prefetched)
         : yield* checkout(ctx, (connection) => Queue.nextItems(connection, ctx.schema, claim, ctx.config.batchSize))
@@ -422,9 +400,9 @@ const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim, along: Effect.Effect<
       const handled = yield* handleBatch(ctx, claim, batch.success)
       const release = handled.complete && batch.success.length < ctx.config.batchSize
       const recorded = handled.lost
-        ? { owned: false, marked: 0, next: [] }
+        ? { owned: false, marked: 0, next: [] as ReadonlyArray<Claimed> }
         : handled.pending.length === 0 && !release
-        ? { owned: true, marked: 0, next: [] }
+        ? { owned: true, marked: 0, next: [] as ReadonlyArray<Claimed> }
         : yield* recordBatch(ctx, claim, handled.pending, release, along)
       if (recorded !== undefined && !recorded.owned) {
         return { _tag: "Lost" } as Drained
@@ -444,7 +422,7 @@ const drainUnit = <R>(ctx: Context<R>, claim: Queue.Claim, along: Effect.Effect<
  * Releases a drained unit; retried with back-off while the database is unavailable (a shutdown interrupts
  * this and releases everything of this owner at once).
  */
-const releaseUnit = <R>(ctx: Context<R>, claim: Queue.Claim, from: PollBackoff.State) =>
+const releaseUnit = <R>(ctx: Shared<R>, claim: Queue.Claim, from: PollBackoff.State) =>
   Effect.gen(function*() {
     let failures = from
     while (true) {
@@ -458,28 +436,18 @@ const releaseUnit = <R>(ctx: Context<R>, claim: Queue.Claim, from: PollBackoff.S
     }
   })
 
-/** Takes the claim the poll made for `unit` (the oldest one not yet taken). */
-const takeClaim = <R>(ctx: Context<R>, unit: string): Queue.Claim | undefined => {
-  const waiting = ctx.claims.get(unit)
-  const claim = waiting?.shift()
-  if (waiting !== undefined && waiting.length === 0) ctx.claims.delete(unit)
-  return claim
-}
-
 /**
  * A worker's whole job for one claimed unit: drain it and release it, under the claim's heartbeat, and record
  * how long it took. When a heartbeat finds the claim gone, the worker gives the unit up at once (its handler
  * is interrupted; the fenced statements would not let it read or complete anything anyway).
  */
 const processUnit =
-  <R>(ctx: Context<R>) =>
-  (unit: string, along: Effect.Effect<number>): Effect.Effect<ReadonlyArray<string>, never, R> =>
+  <R>(ctx: Shared<R>) => (claimed: Claimed, along: PollLoop.Along): Effect.Effect<ReadonlyArray<Claimed>, never, R> =>
     Effect.gen(function*() {
-      const claim = takeClaim(ctx, unit)
-      if (claim === undefined) return []
+      const { claim } = claimed
       const startedAt = yield* Clock.currentTimeMillis
       const work = Effect.gen(function*() {
-        const drained = yield* drainUnit(ctx, claim, along)
+        const drained = yield* drainUnit(ctx, claimed, along)
         if (drained._tag === "Lost") return "lost" as const
         if (drained._tag === "Drained") yield* releaseUnit(ctx, claim, drained.failures)
         return drained._tag === "Released" ? drained.next : []
@@ -494,7 +462,7 @@ const processUnit =
       const finishedAt = yield* Clock.currentTimeMillis
       yield* Metric.update(DeriverMetrics.unitProcessingSeconds, (finishedAt - startedAt) / 1000)
       return outcome
-    }).pipe(Effect.annotateLogs({ unit }))
+    }).pipe(Effect.annotateLogs({ unit: claimed.claim.workUnitKey }))
 
 // ---------------------------------------------------------------------------------------------------------
 // Shutdown: release every unit still held
@@ -505,7 +473,7 @@ const processUnit =
  * permit is taken, it makes no attempt, and the stale cleanup of another instance frees the units later; past
  * the window it may be the probe.
  */
-const releaseAll = <R>(ctx: Context<R>) =>
+const releaseAll = <R>(ctx: Shared<R>) =>
   ctx.gate.runNow(
     ctx.session.withConnection((connection) => Queue.releaseOwner(connection, ctx.schema, ctx.owner))
   ).pipe(
@@ -548,7 +516,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       // connection attempts stays on, so attempts during an outage follow one schedule per process either way
       classify: config.overloadEnabled ? undefined : fixedCap
     })
-    const ctx: Context<R> = {
+    const ctx: Shared<R> = {
       session,
       schema,
       handlers,
@@ -556,13 +524,11 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
       conditions: yield* ConditionLog.make(schema),
       gate,
-      handlerSession: CheckoutGate.session(gate, session),
-      claims: new Map(),
-      prefetched: new Map(),
-      along: { paused: false }
+      handlerSession: CheckoutGate.session(gate, session)
     }
-    const loop = yield* PollLoop.start<R>(
+    const loop = yield* PollLoop.start<Claimed, R>(
       {
+        key: (claimed) => claimed.claim.workUnitKey,
         poll: pollStep(ctx),
         process: processUnit(ctx),
         releaseAll: releaseAll(ctx),

@@ -1,8 +1,10 @@
 /**
  * The polling loop of docs/deriver-loop.md (steps 1–5, 7, 8), independent of SQL: startup jitter, poll, decide the next
  * sleep with {@link Scheduling}, fork claimed units onto workers bounded by a semaphore, and shut down
- * gracefully. The {@link Deriver} plugs the queue's SQL in as a {@link Source}; tests plug in fakes to check
- * the sequence of sleeps under `TestClock`.
+ * gracefully. The loop is generic over what a claim is: the {@link Deriver} plugs the queue's SQL in as a
+ * {@link Source} whose claims carry their fencing token and first batch; tests plug in fakes (plain keys) to
+ * check the sequence of sleeps under `TestClock`. A claim travels as a value from the poll (or the record
+ * that claimed it along) to the worker that runs it; the loop holds nothing else for it.
  *
  * @since 0.1.0
  */
@@ -14,27 +16,43 @@ import * as Overload from "./Overload.ts"
 import * as Scheduling from "./Scheduling.ts"
 
 /**
+ * Claiming along, which the loop alone decides: runs the statement that releases a unit with how many more
+ * units it may claim (`limit`, read when the statement starts: 0 unless {@link Options.claimAlong}, and only
+ * while the last decision left no overload floor and its poll did not fail, no unit claimed ahead is waiting,
+ * no shutdown has begun, no slow claim along paused it, and {@link Source.capacity} leaves room). A statement
+ * that claimed along and took longer than the overload's slow-poll threshold (a thrash signal that only the
+ * poller's own claims report to the overload schedule) pauses claiming along until the poller's next claim
+ * succeeds.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Along = <A, E, R>(statement: (limit: number) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/**
  * Where the loop gets its work: a poll (optionally preceded by the stale cleanup) that claims up to `limit`
- * units, the processing of one claimed unit, and the release of everything still held at shutdown.
+ * units, the processing of one claim, and the release of everything still held at shutdown. `Claim` is what a
+ * poll hands over (for the deriver: the ownership row and the unit's first batch); the loop passes it on to a
+ * worker as it is.
  *
  * @since 0.1.0
+ * @category models
  */
-export interface Source<R> {
+export interface Source<Claim, R> {
+  /** The unit a claim is for (its work-unit key), for {@link PollLoop.held} and the events. */
+  readonly key: (claim: Claim) => string
   /**
-   * One poll: when `cleanup` is true, remove stale ownership first; then claim up to `limit` units. A failure
-   * (typically the database being unavailable) is an `error` outcome; the source logs it.
+   * One poll: when `cleanup` is true, remove stale ownership first; then claim up to `limit` units and return
+   * the claims, in claim order. A failure (typically the database being unavailable) is an `error` outcome; the
+   * source logs it.
    */
-  readonly poll: (limit: number, cleanup: boolean) => Effect.Effect<ReadonlyArray<string>, unknown, R>
+  readonly poll: (limit: number, cleanup: boolean) => Effect.Effect<ReadonlyArray<Claim>, unknown, R>
   /**
    * Works a claimed unit until it is drained, releasing it when done. Interrupted at the end of the grace.
-   * `along` says, when read, how many more units it may claim in the statement that releases this one (0
-   * unless {@link Options.claimAlong}; read it at that statement, the loop's state may have changed since the
-   * unit started); it returns their keys, and the same worker takes them next, without a poll.
+   * The statement that releases the unit runs through `along` ({@link Along}), which says how many more units
+   * it may claim; it returns those claims, and the same worker takes them next, without a poll.
    */
-  readonly process: (
-    unit: string,
-    along: Effect.Effect<number>
-  ) => Effect.Effect<ReadonlyArray<string> | void, never, R>
+  readonly process: (claim: Claim, along: Along) => Effect.Effect<ReadonlyArray<Claim> | void, never, R>
   /** Releases every unit this instance still holds; runs once, after the workers have stopped. */
   readonly releaseAll: Effect.Effect<void, never, R>
   /**
@@ -63,10 +81,9 @@ export interface Options {
    */
   readonly prefetch?: number | undefined
   /**
-   * A worker that finishes a unit claims its next one in the same statement (`along` = 1 for
-   * {@link Source.process}; default false). Only while the last decision left no overload floor and its poll
-   * did not fail, no unit claimed ahead is waiting, and {@link Source.capacity} leaves room: otherwise the
-   * poller claims, as without it.
+   * A worker that finishes a unit claims its next one in the same statement (a `limit` of 1 from
+   * {@link Along}; default false). Only when {@link Along} allows it: otherwise the poller claims, as without
+   * it.
    */
   readonly claimAlong?: boolean | undefined
   readonly backoff: PollBackoff.Settings
@@ -109,9 +126,10 @@ export type Event =
  * A running loop.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface PollLoop {
-  /** The units this loop holds right now: being worked on, or claimed ahead and waiting for a worker. */
+  /** The units this loop holds right now (their keys): being worked on, or claimed ahead and waiting for a worker. */
   readonly held: Effect.Effect<ReadonlyArray<string>>
   /**
    * Graceful shutdown: stop claiming at once (sleeps are interrupted), let in-flight units finish within the
@@ -136,27 +154,44 @@ const noOverload: Overload.Settings = { slowPollMillis: Infinity, maxMillis: 0, 
  * Starts the loop in the current scope; closing the scope shuts it down gracefully.
  *
  * @since 0.1.0
+ * @category constructors
  */
-export const start = <R>(source: Source<R>, options: Options): Effect.Effect<PollLoop, never, R | Scope.Scope> =>
+export const start = <Claim, R>(
+  source: Source<Claim, R>,
+  options: Options
+): Effect.Effect<PollLoop, never, R | Scope.Scope> =>
   Effect.gen(function*() {
     const settings = options.backoff
     const observe = options.observer ?? (() => Effect.void)
     const semaphore = yield* Semaphore.make(options.workers)
     const prefetch = options.prefetch ?? 0
-    const held = new Set<string>()
-    /** Units claimed ahead (with `prefetch`), in claim order, for the next worker that finishes. */
-    const ready: Array<string> = []
+    /** The claims this loop holds: being worked on, or in `ready`. */
+    const held = new Set<Claim>()
+    /** Claims made ahead (with `prefetch`), in claim order, for the next worker that finishes. */
+    const ready: Array<Claim> = []
     /** Workers running a unit now (each holds a permit of `semaphore`). */
     let running = 0
-    /** Whether a worker may claim its next unit along with its last record (see {@link Options.claimAlong}). */
+    /** Whether the last decision lets a worker claim along (see {@link Options.claimAlong}). */
     let alongAllowed = false
-    /** What a worker may claim with the record that releases its unit: 1 while allowed and within capacity. */
-    const along: Effect.Effect<number> = Effect.suspend(() => {
-      if (!alongAllowed || stopping || ready.length > 0) return Effect.succeed(0)
+    /** Set by a slow claim along, cleared by the poller's next claim that succeeds (see {@link Along}). */
+    let alongPaused = false
+    /** How many units the statement that releases a unit may claim: 1 while allowed and within capacity. */
+    const alongLimit: Effect.Effect<number> = Effect.suspend(() => {
+      if (!alongAllowed || alongPaused || stopping || ready.length > 0) return Effect.succeed(0)
       if (source.capacity === undefined) return Effect.succeed(1)
       // the unit being released no longer counts
       return Effect.map(source.capacity(held.size - 1), (room) => room === "blocked" ? 0 : Math.min(1, room))
     })
+    const slowPollMillis = options.overload?.slowPollMillis
+    const along: Along = (statement) =>
+      Effect.flatMap(alongLimit, (limit) =>
+        limit === 0 || slowPollMillis === undefined
+          ? statement(limit)
+          : Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+            Effect.tap(statement(limit), () =>
+              Effect.map(Clock.currentTimeMillis, (now) => {
+                if (now - startedAt > slowPollMillis) alongPaused = true
+              }))))
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()
@@ -178,11 +213,11 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
      * A worker: its unit, then each unit claimed ahead while there is one (no poll in between); then its permit
      * goes back. Every finished unit wakes the poller, which claims ahead again or polls for the free worker.
      */
-    const runUnit = (first: string): Effect.Effect<void, never, R> =>
+    const runUnit = (first: Claim): Effect.Effect<void, never, R> =>
       Effect.gen(function*() {
-        let unit: string | undefined = first
+        let unit: Claim | undefined = first
         while (unit !== undefined) {
-          const current: string = unit
+          const current: Claim = unit
           const next = yield* source.process(current, along).pipe(
             Effect.ensuring(Effect.sync(() => held.delete(current)))
           )
@@ -220,7 +255,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
       limit: number,
       cleanup: boolean
     ): Effect.Effect<
-      { readonly units: ReadonlyArray<string> } | { readonly result: Overload.PollResult },
+      { readonly units: ReadonlyArray<Claim> } | { readonly result: Overload.PollResult },
       never,
       R
     > =>
@@ -228,6 +263,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         restore(source.poll(limit, cleanup)).pipe(
           Effect.flatMap((units) =>
             Effect.gen(function*() {
+              alongPaused = false
               for (const unit of units) {
                 held.add(unit)
                 if (running < options.workers) {
@@ -260,7 +296,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
       if ("result" in polled) return { outcome: "error" as const, claimed: [], result: polled.result, elapsedMillis }
       return {
         outcome: polled.units.length > 0 ? "claimed" as const : "empty" as const,
-        claimed: polled.units,
+        claimed: polled.units.map(source.key),
         result: "succeeded" as const,
         elapsedMillis
       }
@@ -343,7 +379,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
         const finished = yield* Effect.interruptible(FiberSet.awaitEmpty(workers)).pipe(
           Effect.timeoutOption(Duration.millis(options.shutdownGraceMillis))
         )
-        const interruptedUnits = Option.isNone(finished) ? [...held] : []
+        const interruptedUnits = Option.isNone(finished) ? [...held].map(source.key) : []
         if (interruptedUnits.length > 0) {
           yield* Effect.logWarning("shutdown grace period over; interrupting in-flight units").pipe(
             Effect.annotateLogs({ units: interruptedUnits })
@@ -362,7 +398,7 @@ export const start = <R>(source: Source<R>, options: Options): Effect.Effect<Pol
     yield* Effect.addFinalizer(() => shutdownProvided)
 
     return {
-      held: Effect.sync(() => [...held]),
+      held: Effect.sync(() => [...held].map(source.key)),
       shutdown: shutdownProvided,
       stopped: Deferred.await(stopped),
       died: Deferred.await(died)

@@ -11,6 +11,9 @@ import * as PollLoop from "../src/PollLoop.ts"
 
 type Step = "empty" | "error" | ReadonlyArray<string>
 
+/** The fake sources' claims are their unit keys. */
+const unitKey = (unit: string): string => unit
+
 const settings = (ratio: number): PollBackoff.Settings => ({
   baseMillis: 1000,
   multiplier: 2,
@@ -31,6 +34,7 @@ const harness = Effect.fnUntraced(function*(options: {
   const events = yield* Ref.make<ReadonlyArray<PollLoop.Event>>([])
   const polls = yield* Ref.make(0)
   const loop = yield* PollLoop.start({
+    key: unitKey,
     poll: () =>
       Effect.gen(function*() {
         const index = yield* Ref.getAndUpdate(polls, (n) => n + 1)
@@ -59,6 +63,7 @@ const harness = Effect.fnUntraced(function*(options: {
 /** A loop over an always-empty source with a 30 s startup window, observed by `observer`. */
 const idleLoop = (observer: (event: PollLoop.Event) => Effect.Effect<void>) =>
   PollLoop.start({
+    key: unitKey,
     poll: () => Effect.succeed([]),
     process: () => Effect.void,
     releaseAll: Effect.void
@@ -283,6 +288,7 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
 
       const pollerBefore = yield* deaths("poller")
       const broken = yield* PollLoop.start({
+        key: unitKey,
         poll: () => Effect.die(new Error("bug in the poll")),
         process: () => Effect.void,
         releaseAll: Effect.void
@@ -321,6 +327,7 @@ describe("PollLoop prefetch", () => {
       const starts: Array<readonly [string, number]> = []
       let next = 0
       const loop = yield* PollLoop.start({
+        key: unitKey,
         poll: (limit) =>
           Effect.sync(() => {
             limits.push(limit)
@@ -396,6 +403,7 @@ describe("PollLoop claim along", () => {
       let next = 0
       const take = (n: number) => Array.from({ length: Math.max(0, Math.min(n, 6 - next)) }, () => `u${next++}`)
       const loop = yield* PollLoop.start({
+        key: unitKey,
         poll: (limit) =>
           Effect.suspend(() => {
             const step = script(polls++, limit)
@@ -406,9 +414,12 @@ describe("PollLoop claim along", () => {
           Effect.gen(function*() {
             starts.push([unit, yield* Clock.currentTimeMillis])
             yield* Effect.sleep("100 millis")
-            const n = yield* along
-            alongs.push([unit, n])
-            return take(n)
+            return yield* along((n) =>
+              Effect.sync(() => {
+                alongs.push([unit, n])
+                return take(n)
+              })
+            )
           }),
         releaseAll: Effect.void
       }, { ...oneWorkerAlong, workers })
@@ -433,13 +444,14 @@ describe("PollLoop claim along", () => {
       let runs = 0
       let loop: PollLoop.PollLoop | undefined
       loop = yield* PollLoop.start({
+        key: unitKey,
         poll: () => Effect.succeed(runs === 0 ? ["u"] : []),
         process: (unit, along) =>
           Effect.gen(function*() {
             runs++
             yield* Effect.sleep("100 millis")
             if (loop !== undefined) heldDuring.push(yield* loop.held)
-            return runs === 1 && (yield* along) > 0 ? [unit] : []
+            return yield* along((n) => Effect.succeed(runs === 1 && n > 0 ? [unit] : []))
           }),
         releaseAll: Effect.void
       }, oneWorkerAlong)
@@ -465,15 +477,19 @@ describe("PollLoop claim along", () => {
       let polls = 0
       const alongs: Array<readonly [string, number]> = []
       const loop = yield* PollLoop.start({
+        key: unitKey,
         poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : []),
         process: (unit, along) =>
           Effect.gen(function*() {
             yield* Effect.sleep("100 millis")
-            const n = yield* along
-            alongs.push([unit, n])
-            if (unit !== "u0") return []
-            room = 0 // the gate's limit fell while u0 ran: u1, claimed along, is the last
-            return n > 0 ? ["u1"] : []
+            return yield* along((n) =>
+              Effect.sync(() => {
+                alongs.push([unit, n])
+                if (unit !== "u0") return []
+                room = 0 // the gate's limit fell while u0 ran: u1, claimed along, is the last
+                return n > 0 ? ["u1"] : []
+              })
+            )
           }),
         releaseAll: Effect.void,
         capacity: () => Effect.succeed(room)
@@ -481,6 +497,36 @@ describe("PollLoop claim along", () => {
       yield* TestClock.adjust("100 millis")
       yield* TestClock.adjust("100 millis")
       assert.deepStrictEqual(alongs, [["u0", 1], ["u1", 0]])
+      yield* loop.shutdown
+    }))
+
+  it.effect("a slow claim along pauses claiming along until the poller's next claim succeeds", () =>
+    Effect.gen(function*() {
+      const alongs: Array<readonly [string, number]> = []
+      let polls = 0
+      const loop = yield* PollLoop.start({
+        key: unitKey,
+        poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : polls === 2 ? ["u2"] : []),
+        process: (unit, along) =>
+          Effect.gen(function*() {
+            yield* Effect.sleep("100 millis")
+            return yield* along((n) =>
+              Effect.gen(function*() {
+                alongs.push([unit, n])
+                if (unit !== "u0" || n === 0) return []
+                yield* Effect.sleep("80 millis") // slower than the slow-poll threshold: a thrash signal
+                return ["u1"]
+              })
+            )
+          }),
+        releaseAll: Effect.void
+      }, {
+        ...oneWorkerAlong,
+        overload: { slowPollMillis: 50, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 }
+      })
+      for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
+      // u1 (claimed along, slowly) runs with no poll in between: paused; the poll that claims u2 resumes it.
+      assert.deepStrictEqual(alongs, [["u0", 1], ["u1", 0], ["u2", 1]])
       yield* loop.shutdown
     }))
 

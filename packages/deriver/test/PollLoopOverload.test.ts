@@ -38,6 +38,7 @@ const scriptedSource = Effect.fnUntraced(function*(
   const events = yield* Ref.make<ReadonlyArray<Polled>>([])
   const polls = yield* Ref.make(0)
   yield* PollLoop.start({
+    key: (unit: string) => unit,
     poll: () =>
       Effect.gen(function*() {
         const index = yield* Ref.getAndUpdate(polls, (n) => n + 1)
