@@ -27,8 +27,12 @@ import * as Shed from "./Shed.ts"
  */
 export type Outcome = "Unavailable" | "Overloaded" | "Exhausted" | "Answered" | "Ignored"
 
-/** Transient conditions (db-session's names) that mean the server is short of time or resources. */
-const overloadConditions: ReadonlySet<string> = new Set(["StatementTimeout", "ResourceExhausted", "ServerInterrupted"])
+/** Transient rows of db-session's table (typed by its row names) that mean the server is short of time or resources. */
+const overloadConditions: ReadonlySet<Classify.Condition["name"]> = new Set<Classify.RowName>([
+  "StatementTimeout",
+  "ResourceExhausted",
+  "ServerInterrupted"
+])
 
 const rank: Record<Outcome, number> = { Answered: 0, Ignored: 1, Exhausted: 2, Overloaded: 3, Unavailable: 4 }
 

@@ -20,7 +20,7 @@ import {
   DatabaseMisconfigured,
   DatabaseUnavailable,
   QueryFailed,
-  type UnavailableReason
+  UnavailableReason
 } from "./Errors.ts"
 
 /**
@@ -41,6 +41,25 @@ export interface Described {
 }
 
 /**
+ * The short names of {@link table}'s rows: for `unavailable` rows, the `DatabaseUnavailable` reason. A caller
+ * that picks rows by name (admission's `Outcome`) names them through this type, so a renamed row is a type
+ * error there.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type RowName =
+  | UnavailableReason
+  | "Misconfigured"
+  | "ReadOnly"
+  | "SerializationFailure"
+  | "Deadlock"
+  | "LockTimeout"
+  | "StatementTimeout"
+  | "ResourceExhausted"
+  | "ServerInterrupted"
+
+/**
  * One row of the table: which codes, SQLSTATE classes and message fragments mean what, a short `name` for
  * metrics and logs (for `unavailable` rows, the `DatabaseUnavailable` reason) and where they come from.
  *
@@ -48,13 +67,15 @@ export interface Described {
  */
 export interface Row {
   readonly meaning: Meaning
-  readonly name: string
+  readonly name: RowName
   /** SQLSTATEs, Node system codes or driver codes. */
   readonly codes?: ReadonlyArray<string>
   /** SQLSTATE classes: the first two characters. */
   readonly classes?: ReadonlyArray<string>
   /** Message fragments, for poolers and drivers that report a condition without a code of their own. */
   readonly messages?: ReadonlyArray<RegExp>
+  /** Whether a failure of this row means the work was cancelled by a timeout or a cancel request. */
+  readonly cancelled?: boolean
   /** Where the codes and messages are documented. */
   readonly source: string
 }
@@ -224,6 +245,7 @@ export const table: ReadonlyArray<Row> = [
     meaning: "transient",
     name: "StatementTimeout",
     codes: ["57014", "25P04", "STATEMENT_TIMEOUT"],
+    cancelled: true,
     source:
       `${pgAppendix}: 57014 query_canceled (statement_timeout, cancel request), 25P04 transaction_timeout; db-session STATEMENT_TIMEOUT (the client-side deadline)`
   },
@@ -242,7 +264,14 @@ export const table: ReadonlyArray<Row> = [
   }
 ]
 
-const isSqlState = (code: string | undefined): code is string => code !== undefined && /^[0-9A-Z]{5}$/.test(code)
+/**
+ * Whether a code has the shape of a SQLSTATE (five digits or capital letters), as opposed to a Node system code
+ * or a driver's own code.
+ *
+ * @since 0.3.0
+ * @category predicates
+ */
+export const isSqlState = (code: string | undefined): code is string => code !== undefined && /^[0-9A-Z]{5}$/.test(code)
 
 /**
  * The first row of {@link table} that matches a code and a message, if any.
@@ -268,7 +297,7 @@ const stringField = (value: unknown, field: string): string | undefined => {
  *
  * @since 0.1.0
  */
-export const describe = (error: unknown): Described => {
+export const codeAndMessage = (error: unknown): Described => {
   const ownMessage = stringField(error, "message")
   const message = ownMessage ?? (Predicate.isString(error) ? error : String(error))
   const own = stringField(error, "code")
@@ -283,7 +312,7 @@ export const describe = (error: unknown): Described => {
 }
 
 const unavailableReason = (row: Row): UnavailableReason =>
-  row.meaning === "unavailable" ? row.name as UnavailableReason : "NotAcceptingConnections"
+  row.meaning === "unavailable" && isUnavailableReason(row.name) ? row.name : "NotAcceptingConnections"
 
 /**
  * Classifies a failure of a checkout (connecting, authenticating, waiting for a slot). `unavailable` and
@@ -295,7 +324,7 @@ const unavailableReason = (row: Row): UnavailableReason =>
  * @since 0.1.0
  */
 export const checkoutFailure = (error: unknown, elapsedMillis: number): CheckoutError => {
-  const described = describe(error)
+  const described = codeAndMessage(error)
   const row = lookup(described)
   const fields = { code: described.code, message: described.message, elapsedMillis }
   if (row !== undefined && (row.meaning === "unavailable" || row.meaning === "transient")) {
@@ -315,7 +344,7 @@ export const checkoutFailure = (error: unknown, elapsedMillis: number): Checkout
  * @since 0.1.0
  */
 export const queryFailure = (error: unknown, elapsedMillis: number): QueryFailed | DatabaseUnavailable => {
-  const described = describe(error)
+  const described = codeAndMessage(error)
   const row = lookup(described)
   return row?.meaning === "unavailable"
     ? new DatabaseUnavailable({
@@ -334,8 +363,14 @@ export const queryFailure = (error: unknown, elapsedMillis: number): QueryFailed
  */
 export interface Condition {
   readonly meaning: Meaning
-  readonly name: string
+  /** A row's name, `Permanent` for a statement failure the table does not know, or an unavailable reason. */
+  readonly name: RowName | "Permanent" | "Unavailable"
 }
+
+const unavailableReasons: ReadonlySet<string> = new Set<UnavailableReason>(UnavailableReason.literals)
+
+const isUnavailableReason = (reason: string | undefined): reason is UnavailableReason =>
+  reason !== undefined && unavailableReasons.has(reason)
 
 const permanent: Condition = { meaning: "permanent", name: "Permanent" }
 
@@ -350,7 +385,7 @@ const permanent: Condition = { meaning: "permanent", name: "Permanent" }
 export const conditionOf = (error: unknown): Condition | undefined => {
   if (Predicate.isTagged(error, "DatabaseUnavailable")) {
     const reason = stringField(error, "reason")
-    return { meaning: "unavailable", name: reason ?? "Unavailable" }
+    return { meaning: "unavailable", name: isUnavailableReason(reason) ? reason : "Unavailable" }
   }
   if (Predicate.isTagged(error, "DatabaseMisconfigured")) return { meaning: "misconfigured", name: "Misconfigured" }
   if (Predicate.isTagged(error, "QueryFailed")) {
@@ -450,3 +485,17 @@ export const isAttemptHeld = (error: unknown): boolean =>
  * @since 0.2.0
  */
 export const attemptHeldCode = "ATTEMPT_HELD"
+
+/**
+ * Whether a failure means its work was cancelled by a timeout or a cancel request (a {@link table} row marked
+ * `cancelled`: statement timeout, transaction timeout, db-session's client-side deadline), read from a
+ * db-session error or any value with a `code`.
+ *
+ * @since 0.3.0
+ * @category predicates
+ */
+export const isCancelled = (error: unknown): boolean => {
+  const code = stringField(error, "code")
+  if (code === undefined) return false
+  return lookup({ code, message: stringField(error, "message") ?? "" })?.cancelled === true
+}

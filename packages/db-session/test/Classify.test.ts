@@ -277,8 +277,8 @@ describe("Classify", () => {
       const classified = Classify.checkoutFailure(error, 12.5)
       assert.strictEqual(outcome(classified), expected)
       assert.strictEqual(classified.elapsedMillis, 12.5)
-      assert.strictEqual(classified.message, Classify.describe(error).message)
-      assert.strictEqual(classified.code, Classify.describe(error).code)
+      assert.strictEqual(classified.message, Classify.codeAndMessage(error).message)
+      assert.strictEqual(classified.code, Classify.codeAndMessage(error).code)
     })
   })
 
@@ -286,12 +286,12 @@ describe("Classify", () => {
     eachRow(statement, (expected, [, error]) => {
       const classified = Classify.queryFailure(error, 3)
       assert.strictEqual(outcome(classified), expected)
-      assert.strictEqual(classified.code, Classify.describe(error).code)
+      assert.strictEqual(classified.code, Classify.codeAndMessage(error).code)
     })
   })
 
   it("reads the code of the first member of an AggregateError", () => {
-    const described = Classify.describe(
+    const described = Classify.codeAndMessage(
       new AggregateError([new Error("no code"), systemError("ECONNREFUSED", "connect ECONNREFUSED 127.0.0.1:1")], "")
     )
     assert.strictEqual(described.code, "ECONNREFUSED")
@@ -310,5 +310,22 @@ describe("Classify", () => {
     const misconfigured = Classify.checkoutFailure(pgError("28P01", "password authentication failed"), 1)
     assert.instanceOf(misconfigured, DatabaseMisconfigured)
     assert.instanceOf(Classify.queryFailure(pgError("23505", "dup"), 1), QueryFailed)
+  })
+})
+
+describe("Classify.isCancelled", () => {
+  it("statement timeout, transaction timeout and the client-side deadline are cancellations; others are not", () => {
+    assert.isTrue(
+      Classify.isCancelled(new QueryFailed({ code: "57014", message: "canceling statement due to statement timeout" }))
+    )
+    assert.isTrue(
+      Classify.isCancelled(
+        new QueryFailed({ code: "25P04", message: "terminating connection due to transaction timeout" })
+      )
+    )
+    assert.isTrue(Classify.isCancelled(pgError("25P04", "terminating connection due to transaction timeout")))
+    assert.isTrue(Classify.isCancelled({ code: "STATEMENT_TIMEOUT", message: "deadline" }))
+    assert.isFalse(Classify.isCancelled(new QueryFailed({ code: "40001", message: "could not serialize" })))
+    assert.isFalse(Classify.isCancelled(new Error("no code")))
   })
 })

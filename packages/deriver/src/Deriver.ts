@@ -137,12 +137,9 @@ const classifyPollFailure = (error: unknown): Overload.PollResult =>
   Classify.isUnavailable(error)
     ? "unavailable"
     : Predicate.isTagged(error, "ClaimTimedOut") ||
-        (Predicate.hasProperty(error, "code") && cancelledCodes.has(String(error.code)))
+        Classify.isCancelled(error)
     ? "cancelled"
     : "failed"
-
-/** A statement cancelled by the server's statement timeout (57014) or db-session's client-side deadline. */
-const cancelledCodes: ReadonlySet<string> = new Set(["57014", "STATEMENT_TIMEOUT"])
 
 /**
  * How many units the process can start now: none while its gate is blocked (an outage), else what the

@@ -36,8 +36,8 @@ const maxCauseDepth = 5
 /** A server's error response thrown by a driver as is, whose SQLSTATE db-session's table calls a condition. */
 const isDriverCondition = (error: unknown): boolean => {
   if (!Predicate.hasProperty(error, "severity") || !Predicate.hasProperty(error, "code")) return false
-  const described = Classify.describe(error)
-  if (described.code === undefined || !/^[0-9A-Z]{5}$/.test(described.code)) return false
+  const described = Classify.codeAndMessage(error)
+  if (!Classify.isSqlState(described.code)) return false
   const row = Classify.lookup(described)
   return row !== undefined && row.meaning !== "permanent"
 }
