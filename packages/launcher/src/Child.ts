@@ -1,7 +1,15 @@
 /**
  * A supervised child process: one of the system's own entry points (the API, the deriver), its output
  * prefixed with its name, stopped with SIGTERM when the scope closes and waited for.
+ *
+ * Each runs in a session and process group of its own (`detached`): a terminal's Ctrl-C signals the whole
+ * foreground process group, and a child that got it too would stop at the same moment as the others (the
+ * deriver racing the database it releases its units in), in no order. Out of that group, only the launcher gets
+ * the signal and stops them one after the other. So that a launcher killed outright (SIGKILL) leaves no child
+ * behind, each is spawned through `setpriv --pdeathsig SIGTERM` on Linux: it gets a SIGTERM (its graceful stop)
+ * when the launcher dies.
  */
+import { Process } from "@resilience/local-postgres"
 import { Data, Deferred, Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { createInterface } from "node:readline"
@@ -44,8 +52,14 @@ export const start = (options: Options) =>
     const exited = yield* Deferred.make<never, ChildExited>()
     const child = yield* Effect.acquireRelease(
       Effect.callback<ChildProcess, ChildExited>((resume) => {
-        const process_ = spawn(process.execPath, ["--conditions=@resilience/source", options.entry], {
+        const [command, args] = Process.dyingWithParent(
+          process.execPath,
+          ["--conditions=@resilience/source", options.entry],
+          "SIGTERM"
+        )
+        const process_ = spawn(command, args, {
           env: { ...process.env, ...options.env },
+          detached: true,
           stdio: ["ignore", "pipe", "pipe"]
         })
         let spawned = false
@@ -63,9 +77,18 @@ export const start = (options: Options) =>
         })
         return Effect.sync(() => process_.kill("SIGKILL"))
       }),
-      stop
+      (process_) => stopLogged(options.name, process_)
     )
     return { name: options.name, process: child, exited } satisfies Child
+  })
+
+/** {@link stop}, saying so before and after (`stopping deriver`, `deriver stopped (code 0)`). */
+const stopLogged = (name: string, child: ChildProcess): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (child.exitCode !== null || child.signalCode !== null) return
+    yield* Effect.log(`stopping ${name}`)
+    yield* stop(child)
+    yield* Effect.log(`${name} stopped (${child.signalCode ?? `code ${child.exitCode}`})`)
   })
 
 /** Asks a child to stop (SIGTERM) and waits for it, killing it after the grace period. */

@@ -38,6 +38,12 @@ export interface Options {
   readonly port?: number
   /** The superuser's password (set when the directory is initialised). */
   readonly password?: string
+  /**
+   * Run the server in a process group of its own, out of reach of a signal to the starter's group (a terminal's
+   * Ctrl-C reaches the whole foreground group): it stops when its scope closes, after whatever the starter stops
+   * first, or dies with the starter (`setpriv --pdeathsig`).
+   */
+  readonly ownProcessGroup?: boolean
 }
 
 /** A superuser URL for a database on the cluster. */
@@ -256,7 +262,8 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
       "reserved_connections=0",
       ...(options.directory === undefined ? throwAwayFlags : [])
     ],
-    readyWhen: "database system is ready to accept connections"
+    readyWhen: "database system is ready to accept connections",
+    ownProcessGroup: options.ownProcessGroup === true
   })
   const cluster = { host: "127.0.0.1", port, user, password, database: "postgres", pid: child.pid ?? 0, directory }
   return { ...cluster, url: urlFor(cluster, "postgres") } satisfies Cluster

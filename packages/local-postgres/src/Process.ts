@@ -46,8 +46,25 @@ export const serviceAccount = (): { readonly uid: number; readonly gid: number }
 const setpriv = "/usr/bin/setpriv"
 
 /**
+ * `command` and `args` so that the process gets `signal` when the process that spawns it dies, even by SIGKILL:
+ * on Linux through `setpriv --pdeathsig` (which execs the command: same pid), elsewhere unchanged. What keeps a
+ * child started in a process group of its own (`detached`, out of reach of the terminal's Ctrl-C) from
+ * outliving its parent.
+ */
+export const dyingWithParent = (
+  command: string,
+  args: ReadonlyArray<string>,
+  signal: NodeJS.Signals
+): readonly [string, ReadonlyArray<string>] =>
+  process.platform === "linux" && existsSync(setpriv)
+    ? [setpriv, ["--pdeathsig", signal, "--", command, ...args]]
+    : [command, args]
+
+/**
  * Spawns `command` and waits until a line of its output contains `readyWhen`. The process is killed when the
  * scope closes (SIGINT, then SIGKILL after ten seconds); one that prints no ready line within a minute is killed.
+ * With `ownProcessGroup` it runs in a session and process group of its own, so a signal to its parent's group
+ * (a terminal's Ctrl-C) does not reach it: it stops when its parent stops it, or dies with the parent.
  */
 export const start = (options: {
   readonly server: string
@@ -55,15 +72,15 @@ export const start = (options: {
   readonly args: ReadonlyArray<string>
   readonly readyWhen: string
   readonly env?: Record<string, string>
+  readonly ownProcessGroup?: boolean
 }) =>
   Effect.acquireRelease(
     Effect.callback<ChildProcess, ServerStartFailed>((resume) => {
       const account = serviceAccount()
-      const [command, args] = process.platform === "linux" && existsSync(setpriv)
-        ? [setpriv, ["--pdeathsig", "SIGKILL", "--", options.command, ...options.args]]
-        : [options.command, options.args]
+      const [command, args] = dyingWithParent(options.command, options.args, "SIGKILL")
       const child = spawn(command, args, {
         ...account,
+        detached: options.ownProcessGroup === true,
         env: { ...process.env, LC_ALL: "C", ...options.env },
         stdio: ["ignore", "pipe", "pipe"]
       })
