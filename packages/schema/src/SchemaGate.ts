@@ -96,7 +96,7 @@ export class SchemaGate extends Context.Service<SchemaGate, Gate>()("@resilience
 
 /**
  * `schema_migrated` (0 or 1): 1 once this process found its tenant schema migrated (it ran the migrations, or
- * found none pending), 0 before. Named `schema_ready` before 0.2.0.
+ * found none pending), 0 before. Named `schema_ready` while the gate was in `@resilience/deriver`.
  *
  * @since 0.2.0
  * @category metrics
@@ -107,7 +107,8 @@ export const migratedGauge = Metric.gauge("schema_migrated", {
 
 /**
  * `schema_gate_attempts_total{outcome}`: the gate's attempts (migration runs or pending checks), by outcome:
- * `ready`, `unavailable`, `pending`, `failed`, `misconfigured`. Named `schema_readiness_checks_total` before 0.2.0.
+ * `ready`, `unavailable`, `pending`, `failed`, `misconfigured`. Named `schema_readiness_checks_total` while the gate was in
+ * `@resilience/deriver`.
  *
  * @since 0.2.0
  * @category metrics

@@ -32,7 +32,11 @@ describe("ProcessExit.ofDatabaseError", () => {
     assert.strictEqual(ProcessExit.codes.unavailable, 75)
     const lockTimeout = new QueryFailed({ code: "55P03", message: "lock timeout" })
     assert.strictEqual(ProcessExit.ofDatabaseError(lockTimeout), 75)
-    const denied = new DatabaseMisconfigured({ code: "28P01", message: "password authentication failed", elapsedMillis: 1 })
+    const denied = new DatabaseMisconfigured({
+      code: "28P01",
+      message: "password authentication failed",
+      elapsedMillis: 1
+    })
     assert.strictEqual(ProcessExit.ofDatabaseError(denied), 78)
     const syntax = new QueryFailed({ code: "42601", message: "syntax error" })
     assert.strictEqual(ProcessExit.ofDatabaseError(syntax), 1)

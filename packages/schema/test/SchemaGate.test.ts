@@ -79,19 +79,23 @@ describe("SchemaGate", () => {
       { timeout: 60_000 }
     )
 
-    it.effect("as a service: the layer starts the gate, the accessors read it, release stops it", () =>
-      Effect.gen(function*() {
-        const schema = newSchema()
-        yield* Effect.scoped(Effect.gen(function*() {
-          const context = yield* Layer.build(SchemaGate.layer({ schema, components, migrate: true }))
-          const provided = <A, E>(effect: Effect.Effect<A, E, SchemaGate.SchemaGate>) =>
-            Effect.provideContext(effect, context)
-          yield* provided(SchemaGate.awaitReady)
-          yield* provided(SchemaGate.ensure)
-          assert.strictEqual((yield* provided(SchemaGate.status))._tag, "Ready")
-        }))
-        assert.strictEqual(yield* Migrator.pending(schema, components), 0)
-      }), { timeout: 60_000 })
+    it.effect(
+      "as a service: the layer starts the gate, the accessors read it, release stops it",
+      () =>
+        Effect.gen(function*() {
+          const schema = newSchema()
+          yield* Effect.scoped(Effect.gen(function*() {
+            const context = yield* Layer.build(SchemaGate.layer({ schema, components, migrate: true }))
+            const provided = <A, E>(effect: Effect.Effect<A, E, SchemaGate.SchemaGate>) =>
+              Effect.provideContext(effect, context)
+            yield* provided(SchemaGate.awaitReady)
+            yield* provided(SchemaGate.ensure)
+            assert.strictEqual((yield* provided(SchemaGate.status))._tag, "Ready")
+          }))
+          assert.strictEqual(yield* Migrator.pending(schema, components), 0)
+        }),
+      { timeout: 60_000 }
+    )
 
     it.effect("a misconfigured database stops the attempts with an error naming it", () =>
       Effect.gen(function*() {
