@@ -4,7 +4,8 @@
  * processed, then stops it (its scope) and checks that it released its claims. DATABASE_URL: a real PostgreSQL.
  */
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, Handlers, Migrator, QueueSchema, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig, Handlers, QueueSchema } from "@resilience/deriver"
+import { Migrator, SchemaName } from "@resilience/schema"
 import { Effect, Exit, Scope } from "effect"
 
 const schema = SchemaName.makeUnsafe("consumer_deriver")

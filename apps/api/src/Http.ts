@@ -10,6 +10,7 @@ import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { Idempotency, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
+import { SchemaGate } from "@resilience/schema"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -83,7 +84,7 @@ export const withWorkspace = <A, E, R>(
     const { schema } = yield* AppSettings
     const token = yield* Security.BearerToken
     const db = yield* DbSession
-    yield* SchemaReady.ensure
+    yield* SchemaGate.ensure
     return yield* Admission.Gate.run(db.oneCheckout(Effect.gen(function*() {
       const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
       if (verification === "not-found") {
@@ -110,7 +111,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     handlers.handle("createWorkspace", ({ payload }) =>
       Effect.gen(function*() {
         const { schema } = yield* AppSettings
-        yield* SchemaReady.ensure
+        yield* SchemaGate.ensure
         return yield* Admission.Gate.run(Workspaces.create(schema, payload.name)).pipe(
           Effect.catchTag(
             "WorkspaceExists",
@@ -174,7 +175,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api.Api, "system", (handlers)
     healthz: () => Effect.succeed({ status: "ok" }),
     readyz: () =>
       Effect.andThen(
-        SchemaReady.ensure,
+        SchemaGate.ensure,
         Effect.flatMap(Effect.service(Admission.ReadinessProbe.ReadinessProbe), (probe) => probe.check)
       ).pipe(
         Effect.as({ status: "ready" }),
@@ -253,7 +254,7 @@ export const admission = Layer.unwrap(Effect.gen(function*() {
 
 /**
  * The HTTP server on `settings.port`, serving at once; the schema becomes ready in the background
- * (`SchemaReady`, provided to the caller too). Needs `AppSettings` and `DbSession`.
+ * (the `SchemaGate` service of `@resilience/schema`, built by `SchemaReady.layer`, provided to the caller too). Needs `AppSettings` and `DbSession`.
  *
  * @since 0.1.0
  */

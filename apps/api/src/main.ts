@@ -10,12 +10,11 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
-import { ProcessExit } from "@resilience/deriver"
 import { Variables } from "@resilience/environment"
+import { ProcessExit, SchemaGate } from "@resilience/schema"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
-import * as SchemaReady from "./SchemaReady.ts"
 import * as Settings from "./Settings.ts"
 
 const LogLevel = Layer.unwrap(Effect.gen(function*() {
@@ -30,7 +29,7 @@ const Main = Http.server.pipe(
 
 Effect.scoped(Effect.gen(function*() {
   const context = yield* Layer.build(Main)
-  yield* Context.get(context, SchemaReady.SchemaReady).await
+  yield* Context.get(context, SchemaGate.SchemaGate).await
   return yield* Effect.never
 })).pipe(
   Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel, Otlp.layerFromEnv("resilience-api"))),

@@ -9,32 +9,21 @@
  *   database, missing privilege);
  * - 1: a migration failed.
  *
+ * (`ProcessExit.codes` of `@resilience/schema`.)
+ *
  * Reads the `DB_*` settings of the apps (`DATABASE_URL`, `DB_SCHEMA`, `DB_CONNECT_TIMEOUT_SECONDS`, …).
  *
  * @since 0.1.0
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Classify, DbSession } from "@resilience/db-session"
-import type { DbError } from "@resilience/db-session"
-import { Failures, Migrator, SchemaName } from "@resilience/deriver"
+import { DbSession } from "@resilience/db-session"
 import { Domain } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
+import { Migrator, ProcessExit, SchemaName } from "@resilience/schema"
 import { Cause, Console, Effect, Exit, Runtime } from "effect"
 import type { Config } from "effect"
 
-/**
- * Exit codes of the command.
- *
- * @since 0.1.0
- */
-export const exitCodes = { ok: 0, failed: 1, unavailable: 75, misconfigured: 78 } as const
-
-const outcome = (error: DbError): number =>
-  Classify.isTemporary(error)
-    ? exitCodes.unavailable
-    : Classify.isMisconfigured(error)
-    ? exitCodes.misconfigured
-    : exitCodes.failed
+const exitCodes = ProcessExit.codes
 
 const program: Effect.Effect<number, Config.ConfigError> = Effect.gen(function*() {
   const schema = yield* SchemaName.config(Variables.schema)
@@ -48,13 +37,13 @@ const program: Effect.Effect<number, Config.ConfigError> = Effect.gen(function*(
     )
     return exitCodes.ok
   }
-  const code = outcome(result.failure)
+  const code = ProcessExit.ofDatabaseError(result.failure)
   const what = code === exitCodes.unavailable
     ? "database unavailable, try again later"
     : code === exitCodes.misconfigured
     ? "database misconfigured"
     : "migration failed"
-  yield* Console.error(`${what}: ${Failures.describe(result.failure)}`)
+  yield* Console.error(`${what}: ${Migrator.describeFailure(result.failure)}`)
   return code
 }).pipe(Effect.provide(DbSession.layerConfig(Variables.database)))
 

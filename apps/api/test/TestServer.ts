@@ -3,12 +3,12 @@
  * captured; tests talk to it with `fetch`.
  */
 import { Settings as Admission } from "@resilience/admission"
-import { Http, SchemaReady, Settings } from "@resilience/api-app"
+import { Http, Settings } from "@resilience/api-app"
 import { ApiClient } from "@resilience/api-client"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
-import type { SchemaGate } from "@resilience/deriver"
 import { SchemaName } from "@resilience/domain"
+import { SchemaGate } from "@resilience/schema"
 import { Cause, Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
 
@@ -23,7 +23,7 @@ export interface LogLine {
 export interface TestServer {
   readonly baseUrl: string
   readonly logs: Array<LogLine>
-  readonly readiness: SchemaGate.SchemaGate
+  readonly readiness: SchemaGate.Gate
 }
 
 export interface Options {
@@ -83,7 +83,7 @@ export const start = (options: Options) =>
       )
     )
     const server = Context.get(context, HttpServer.HttpServer)
-    const readiness = Context.get(context, SchemaReady.SchemaReady)
+    const readiness = Context.get(context, SchemaGate.SchemaGate)
     if (options.awaitReady ?? settings.migrate) yield* Effect.orDie(readiness.await)
     return { baseUrl: HttpServer.formatAddress(server.address), logs, readiness } satisfies TestServer
   })

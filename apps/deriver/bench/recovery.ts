@@ -17,9 +17,9 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
-import { SchemaName } from "@resilience/deriver"
 import { Domain, Messages, Workspaces } from "@resilience/domain"
 import { Cluster, Saturation } from "@resilience/local-postgres"
+import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Layer, Logger, References } from "effect"
 import { loadavg } from "node:os"

@@ -7,9 +7,10 @@
  */
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { DbConfig, DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, SchemaGate, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
+import { SchemaGate, SchemaName } from "@resilience/schema"
 import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Schema } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
@@ -68,26 +69,16 @@ export const sessionLayer = Layer.unwrap(
 )
 
 /**
- * Whether the schema is ready in this process: migrated (`DERIVER_MIGRATE=true`) or found migrated, in the
- * background (`SchemaGate` of `@resilience/deriver`), whether or not the database answers at start.
+ * The `SchemaGate` service of `@resilience/schema` for `DB_SCHEMA`: migrated (`DERIVER_MIGRATE=true`) or found
+ * migrated, in the background, whether or not the database answers at start.
  *
- * @since 0.1.0
+ * @since 0.2.0
  */
-export class SchemaReady extends Context.Service<SchemaReady, SchemaGate.SchemaGate>()(
-  "@resilience/deriver-app/SchemaReady"
-) {}
-
-/**
- * Starts the schema gate for `DB_SCHEMA`.
- *
- * @since 0.1.0
- */
-export const schemaReadyLayer = Layer.effect(
-  SchemaReady,
-  Effect.gen(function*() {
-    const { migrate, schema } = yield* Settings
-    return yield* SchemaGate.start({ schema, components: Domain.components, migrate }).pipe(Effect.orDie)
-  })
+export const schemaGateLayer: Layer.Layer<SchemaGate.SchemaGate, never, Settings | DbSession> = Layer.unwrap(
+  Effect.map(
+    Effect.service(Settings),
+    ({ migrate, schema }) => SchemaGate.layer({ schema, components: Domain.components, migrate }).pipe(Layer.orDie)
+  )
 )
 
 /**
@@ -115,7 +106,7 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).sp
 export const deriverLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const { deriver: config, schema } = yield* Settings
-    const readiness = yield* SchemaReady
+    const readiness = yield* SchemaGate.SchemaGate
     const liveness = yield* Liveness
     yield* Effect.forkScoped(
       readiness.await.pipe(
@@ -137,7 +128,7 @@ export const readyzRoute = HttpRouter.add(
   "GET",
   "/readyz",
   Effect.flatMap(
-    Effect.service(SchemaReady),
+    Effect.service(SchemaGate.SchemaGate),
     (readiness) =>
       Effect.map(readiness.status, (status) =>
         status._tag === "Ready"
@@ -191,7 +182,7 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
  * @since 0.1.0
  */
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
-  Layer.provideMerge(schemaReadyLayer),
+  Layer.provideMerge(schemaGateLayer),
   Layer.provideMerge(Liveness.layer),
   Layer.provideMerge(sessionLayer),
   Layer.provideMerge(Settings.layer),

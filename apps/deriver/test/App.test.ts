@@ -12,9 +12,9 @@
 import { assert, layer } from "@effect/vitest"
 import { Checker, History } from "@resilience/checker"
 import { DbSession } from "@resilience/db-session"
-import { SchemaName } from "@resilience/deriver"
 import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
+import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint, TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, Option, References } from "effect"
 

@@ -10,8 +10,8 @@
  */
 import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
-import { SchemaName } from "@resilience/deriver"
 import { QueueStatus, Terms } from "@resilience/domain"
+import { SchemaName } from "@resilience/schema"
 import { Data, Effect, Schedule } from "effect"
 import type { Duration } from "effect"
 import type * as History from "./History.ts"

@@ -1,9 +1,10 @@
 /** The checker against real PostgreSQL: a clean run is valid; planted anomalies are each caught by kind. */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, Handlers, Queue, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig, Handlers, Queue } from "@resilience/deriver"
 import type { Queue as QueueItem } from "@resilience/deriver"
 import { Domain, Messages, Representation, Terms, Workspaces } from "@resilience/domain"
+import { SchemaName } from "@resilience/schema"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, References } from "effect"
 import { Checker, History } from "../src/index.ts"

@@ -11,8 +11,9 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, Handlers, Migrator, Queue, QueueSchema, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig, Handlers, Queue, QueueSchema } from "@resilience/deriver"
 import { Cluster } from "@resilience/local-postgres"
+import { Migrator, SchemaName } from "@resilience/schema"
 import { PgBouncer } from "@resilience/test-db"
 import { Deferred, Effect, Exit, Logger, Scope } from "effect"
 import { readFileSync } from "node:fs"

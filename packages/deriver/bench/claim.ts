@@ -20,15 +20,15 @@
  */
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
+import { Migrator } from "@resilience/schema"
+import { SchemaName } from "@resilience/schema"
 import { Deferred, Effect, Exit, Logger, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
-import * as Migrator from "../src/Migrator.ts"
 import * as Queue from "../src/Queue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
-import * as SchemaName from "../src/SchemaName.ts"
 
 const processedRows = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const pendingRows = 100

@@ -14,6 +14,7 @@ import type { Outcome } from "@resilience/admission"
 import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
+import type { SchemaName } from "@resilience/schema"
 import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
@@ -27,7 +28,6 @@ import * as Handlers from "./Handlers.ts"
 import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
 import * as Queue from "./Queue.ts"
-import type * as SchemaName from "./SchemaName.ts"
 
 /**
  * What a deriver needs: the schema it serves, its handlers and its settings.

@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/db-session"
+import { SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
-import * as SchemaName from "./SchemaName.ts"
 
 /**
  * One item to enqueue. Items with the same `workUnitKey` are processed one at a time, in id order.

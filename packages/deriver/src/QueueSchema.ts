@@ -1,11 +1,11 @@
 /**
- * The queue's tables and indexes in a tenant schema, as versioned migrations for the {@link Migrator}.
+ * The queue's tables and indexes in a tenant schema, as versioned migrations for `Migrator` of `@resilience/schema`.
  *
  * @since 0.1.0
  */
-import type * as Migrator from "./Migrator.ts"
+import type { Migrator } from "@resilience/schema"
+import { SchemaName } from "@resilience/schema"
 import * as Queue from "./Queue.ts"
-import * as SchemaName from "./SchemaName.ts"
 
 /**
  * The queue's migrations:

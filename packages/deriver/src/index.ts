@@ -48,13 +48,6 @@ export * as Failures from "./Failures.ts"
 export * as Handlers from "./Handlers.ts"
 
 /**
- * Versioned, advisory-locked migrations per schema.
- *
- * @since 0.1.0
- */
-export * as Migrator from "./Migrator.ts"
-
-/**
  * Overload-aware polling: signals, the interval floor and its recovery (pure; shared with the fleet
  * simulator).
  *
@@ -84,39 +77,8 @@ export * as Queue from "./Queue.ts"
 export * as QueueSchema from "./QueueSchema.ts"
 
 /**
- * The exit code of a worker process: a graceful stop on SIGTERM is 0.
- *
- * @since 0.2.0
- */
-export * as ProcessExit from "./ProcessExit.ts"
-
-/**
- * Validated, quoted schema names.
- *
- * @since 0.1.0
- */
-export * as SchemaName from "./SchemaName.ts"
-
-/**
  * The loop's pure scheduling decisions (shared with the fleet simulator).
  *
  * @since 0.1.0
  */
 export * as Scheduling from "./Scheduling.ts"
-
-/**
- * A tenant schema's gate: migrations (or a check for pending ones) on a jittered schedule, in the background,
- * until the database answers; fails fast while the schema is not ready.
- *
- * @since 0.2.0
- */
-export * as SchemaGate from "./SchemaGate.ts"
-
-/**
- * A tenant schema's gate: migrations (or a check for pending ones) on a jittered schedule, in the background,
- * until the database answers; fails fast while the schema is not ready.
- *
- * @deprecated since 0.2.0: use `SchemaGate` (the same module under its new name)
- * @since 0.1.0
- */
-export * as SchemaReadiness from "./SchemaGate.ts"

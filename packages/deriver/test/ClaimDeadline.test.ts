@@ -6,13 +6,13 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/schema"
 import { TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as Handlers from "../src/Handlers.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
-import * as SchemaName from "../src/SchemaName.ts"
 import { count, Database, eventually, freshSchema, testConfig } from "./support.ts"
 
 type Polled = Extract<PollLoop.Event, { _tag: "Polled" }>

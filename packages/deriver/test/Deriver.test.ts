@@ -1,6 +1,7 @@
 /** The deriver against real PostgreSQL: exclusivity, order, stale takeover, handler failures, shutdown. */
 import { assert, layer } from "@effect/vitest"
 import { DatabaseUnavailable, DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/schema"
 import { TestDatabase } from "@resilience/test-db"
 import { Deferred, Effect, Predicate, Scope } from "effect"
 import pg from "pg"
@@ -8,7 +9,6 @@ import * as Deriver from "../src/Deriver.ts"
 import type * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
 import * as Queue from "../src/Queue.ts"
-import * as SchemaName from "../src/SchemaName.ts"
 import { count, Database, eventually, freshSchema, testConfig } from "./support.ts"
 
 const unprocessed = (schema: SchemaName.SchemaName) =>

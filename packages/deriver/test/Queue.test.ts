@@ -1,10 +1,11 @@
 /** The queue's SQL against real PostgreSQL: claim order and exclusivity, stale cleanup, the partial index. */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { type Connection, DbSession } from "@resilience/db-session"
+import { Migrator, SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
 import { createHash } from "node:crypto"
 import * as Queue from "../src/Queue.ts"
-import * as SchemaName from "../src/SchemaName.ts"
+import * as QueueSchema from "../src/QueueSchema.ts"
 import { count, Database, freshSchema } from "./support.ts"
 
 /** A fresh queue schema, its two tables, and `on`, which runs a `Queue` function on it on a checkout of its own. */
@@ -353,4 +354,20 @@ describe("queue migration 7", () => {
       { claim: "d23efd89ec004088", record: "61fdcd069daec1b4" }
     )
   })
+})
+
+layer(Database, { excludeTestServices: true })("Queue with an unusual schema name (PostgreSQL)", (it) => {
+  it.effect("a schema name with every allowed character class works end to end through the queue", () =>
+    Effect.gen(function*() {
+      const schema = SchemaName.makeUnsafe("_tenant_0042_x")
+      yield* Migrator.run(schema, [QueueSchema.component])
+      const db = yield* DbSession
+      const n = yield* db.withConnection((c) =>
+        Queue.enqueue(c, schema, [{ workUnitKey: "u'; drop table x; --", taskType: "t", payload: { "a\"b": "'" } }])
+      )
+      assert.strictEqual(n, 1)
+      const [claim] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "o'wner"))
+      const items = yield* db.withConnection((c) => Queue.nextItems(c, schema, claim!, 10))
+      assert.deepStrictEqual(items.map((i) => i.payload), [{ "a\"b": "'" }])
+    }))
 })

@@ -3,13 +3,13 @@
  * deriver configuration and polling helpers.
  */
 import { DbSession } from "@resilience/db-session"
+import { Migrator } from "@resilience/schema"
+import { SchemaName } from "@resilience/schema"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, References } from "effect"
 import { randomBytes } from "node:crypto"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
-import * as Migrator from "../src/Migrator.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
-import * as SchemaName from "../src/SchemaName.ts"
 
 /** A session on a fresh database of the shared test server (in-process pool, for speed). */
 export const Database: Layer.Layer<DbSession | TestDatabase> = TestDatabase.layerWith((database) =>

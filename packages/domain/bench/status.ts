@@ -5,8 +5,9 @@
  * rows. Starts a throw-away embedded PostgreSQL (or uses DATABASE_URL). `npm run bench -w @resilience/domain`.
  */
 import { DbSession } from "@resilience/db-session"
-import { Queue, SchemaName } from "@resilience/deriver"
+import { Queue } from "@resilience/deriver"
 import { Cluster } from "@resilience/local-postgres"
+import { SchemaName } from "@resilience/schema"
 import { Effect, Logger } from "effect"
 import * as Domain from "../src/Domain.ts"
 import * as QueueStatus from "../src/QueueStatus.ts"

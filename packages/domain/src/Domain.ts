@@ -4,8 +4,9 @@
  * @since 0.1.0
  */
 import type { DbError, DbSession } from "@resilience/db-session"
-import { Handlers, Migrator, QueueSchema } from "@resilience/deriver"
-import type { SchemaName } from "@resilience/deriver"
+import { Handlers, QueueSchema } from "@resilience/deriver"
+import { Migrator } from "@resilience/schema"
+import type { SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
 import * as DomainSchema from "./DomainSchema.ts"
 import * as Messages from "./Messages.ts"

@@ -1,10 +1,10 @@
 /**
- * The product's tables, as versioned migrations for the deriver's `Migrator` (component `domain`).
+ * The product's tables, as versioned migrations for `Migrator` of `@resilience/schema` (component `domain`).
  *
  * @since 0.1.0
  */
-import { SchemaName } from "@resilience/deriver"
-import type { Migrator } from "@resilience/deriver"
+import { SchemaName } from "@resilience/schema"
+import type { Migrator } from "@resilience/schema"
 
 const t = SchemaName.qualify
 

@@ -14,8 +14,8 @@
  */
 import type { Connection, DbError } from "@resilience/db-session"
 import { DbSession } from "@resilience/db-session"
-import { SchemaName } from "@resilience/deriver"
 import { Jitter } from "@resilience/jitter"
+import { SchemaName } from "@resilience/schema"
 import { Data, Duration, Effect } from "effect"
 import { createHash } from "node:crypto"
 

@@ -6,8 +6,9 @@
  */
 import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
-import { Queue, SchemaName } from "@resilience/deriver"
+import { Queue } from "@resilience/deriver"
 import type { Model } from "@resilience/model"
+import { SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
 import * as Idempotency from "./Idempotency.ts"
 import * as Names from "./Names.ts"

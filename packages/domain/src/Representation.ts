@@ -9,8 +9,8 @@
  */
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
-import { SchemaName } from "@resilience/deriver"
 import type { Handlers, Queue } from "@resilience/deriver"
+import { SchemaName } from "@resilience/schema"
 import { Effect, Schema } from "effect"
 import * as Terms from "./Terms.ts"
 

@@ -5,8 +5,8 @@
  */
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
-import { SchemaName } from "@resilience/deriver"
 import type { Model } from "@resilience/model"
+import { SchemaName } from "@resilience/schema"
 import { Effect, Schema } from "effect"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 

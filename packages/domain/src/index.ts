@@ -69,8 +69,8 @@ export * as Terms from "./Terms.ts"
 export * as Workspaces from "./Workspaces.ts"
 
 /**
- * Validated schema names (re-exported from `@resilience/deriver` for the API).
+ * Validated schema names (re-exported from `@resilience/schema` for the API).
  *
  * @since 0.1.0
  */
-export { SchemaName } from "@resilience/deriver"
+export { SchemaName } from "@resilience/schema"

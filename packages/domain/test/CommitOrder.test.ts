@@ -5,7 +5,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { Migrator, QueueSchema, SchemaName } from "@resilience/deriver"
+import { QueueSchema } from "@resilience/deriver"
+import { Migrator, SchemaName } from "@resilience/schema"
 import { TestDatabase } from "@resilience/test-db"
 import { Deferred, Effect, Fiber, Layer, Option, References } from "effect"
 import * as DomainSchema from "../src/DomainSchema.ts"

@@ -1,7 +1,8 @@
 /** The domain against real PostgreSQL, and a round trip through a real deriver. */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig } from "@resilience/deriver"
+import { SchemaName } from "@resilience/schema"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Option, References, Scope } from "effect"
 import { Domain, Messages, QueueStatus, Representations, Workspaces } from "../src/index.ts"

@@ -7,8 +7,9 @@
  * @since 0.1.0
  */
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, Handlers, Migrator, QueueSchema, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig, Handlers, QueueSchema } from "@resilience/deriver"
 import type { InvalidParameter } from "@resilience/parameters"
+import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Console, Effect, Fiber, Layer, References } from "effect"
 import type pg from "pg"
 import * as ActivitySampler from "./ActivitySampler.ts"

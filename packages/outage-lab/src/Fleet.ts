@@ -5,8 +5,9 @@
  * the incident's herd. A mass restart stops every loop and starts them all again in the same instant.
  */
 import { DbSession } from "@resilience/db-session"
-import { Deriver, DeriverConfig, Handlers, Migrator, QueueSchema, SchemaName } from "@resilience/deriver"
+import { Deriver, DeriverConfig, Handlers, QueueSchema } from "@resilience/deriver"
 import { Domain, Workspaces } from "@resilience/domain"
+import { Migrator, SchemaName } from "@resilience/schema"
 import { Effect, Fiber, Layer, References, Scope } from "effect"
 import * as Counters from "./Counters.ts"
 import * as Sessions from "./Sessions.ts"

@@ -7,10 +7,11 @@
  */
 import { Settings as ApiSettings } from "@resilience/api-app"
 import { DbConfig } from "@resilience/db-session"
-import { DeriverConfig, SchemaName } from "@resilience/deriver"
+import { DeriverConfig } from "@resilience/deriver"
 import { App as DeriverApp } from "@resilience/deriver-app"
 import { Variables } from "@resilience/environment"
 import * as LocalConfig from "@resilience/launcher/LocalConfig"
+import { SchemaName } from "@resilience/schema"
 import { Otlp } from "@resilience/telemetry"
 import { Config } from "effect"
 

@@ -9,12 +9,12 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/schema"
 import { TableLock, TestDatabase } from "@resilience/test-db"
 import { Context, Effect, Exit, Layer, Logger, References, Scope } from "effect"
 import * as Deriver from "../../src/Deriver.ts"
 import * as Handlers from "../../src/Handlers.ts"
 import * as Queue from "../../src/Queue.ts"
-import * as SchemaName from "../../src/SchemaName.ts"
 import { count, eventually, freshSchema, testConfig } from "../support.ts"
 
 interface Logged {

@@ -14,15 +14,15 @@
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Cluster, Saturation } from "@resilience/local-postgres"
+import { Migrator } from "@resilience/schema"
+import { SchemaName } from "@resilience/schema"
 import { Context, Effect, Exit, Layer, Metric, References, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../../src/Deriver.ts"
 import * as DeriverMetrics from "../../src/DeriverMetrics.ts"
 import * as Handlers from "../../src/Handlers.ts"
-import * as Migrator from "../../src/Migrator.ts"
 import * as Queue from "../../src/Queue.ts"
 import * as QueueSchema from "../../src/QueueSchema.ts"
-import * as SchemaName from "../../src/SchemaName.ts"
 import { testConfig } from "../support.ts"
 
 class Server extends Context.Service<Server, Cluster.Cluster>()("test/NoWorkLoss/Server") {

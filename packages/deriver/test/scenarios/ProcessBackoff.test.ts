@@ -13,16 +13,16 @@
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Cluster, Saturation } from "@resilience/local-postgres"
+import { Migrator } from "@resilience/schema"
+import { SchemaName } from "@resilience/schema"
 import { CountingProxy } from "@resilience/test-db"
 import { Context, Effect, Exit, Layer, References, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../../src/Deriver.ts"
 import * as DeriverConfig from "../../src/DeriverConfig.ts"
 import * as Handlers from "../../src/Handlers.ts"
-import * as Migrator from "../../src/Migrator.ts"
 import * as Queue from "../../src/Queue.ts"
 import * as QueueSchema from "../../src/QueueSchema.ts"
-import * as SchemaName from "../../src/SchemaName.ts"
 
 class Server extends Context.Service<Server, Cluster.Cluster>()("test/ProcessBackoff/Server") {
   static readonly layer = Layer.effect(Server, Cluster.start({ maxConnections: 20 }))

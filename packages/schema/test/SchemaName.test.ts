@@ -1,11 +1,9 @@
 import { assert, describe, it, layer } from "@effect/vitest"
-import { DbSession } from "@resilience/db-session"
+import { DbSession, QueryFailed } from "@resilience/db-session"
 import { ConfigProvider, Effect, Exit } from "effect"
 import * as Migrator from "../src/Migrator.ts"
-import * as Queue from "../src/Queue.ts"
-import * as QueueSchema from "../src/QueueSchema.ts"
 import * as SchemaName from "../src/SchemaName.ts"
-import { Database } from "./support.ts"
+import { component, Database, migrations } from "./support.ts"
 
 describe("SchemaName", () => {
   it("accepts plain lower-case identifiers", () => {
@@ -64,38 +62,49 @@ layer(Database, { excludeTestServices: true })("Migrator (PostgreSQL)", (it) => 
     Effect.gen(function*() {
       const schema = SchemaName.makeUnsafe("concurrent_start")
       const results = yield* Effect.all(
-        Array.from({ length: 6 }, () => Migrator.run(schema, [QueueSchema.component])),
+        Array.from({ length: 6 }, () => Migrator.run(schema, [component])),
         { concurrency: "unbounded" }
       )
       const applied = results.flat()
-      assert.strictEqual(applied.length, QueueSchema.migrations.length, "each migration ran exactly once")
+      assert.strictEqual(applied.length, migrations.length, "each migration ran exactly once")
       const db = yield* DbSession
       const rows = yield* db.query<{ version: number }>(
-        `SELECT version FROM ${SchemaName.qualify(schema, Migrator.table)} WHERE component = 'queue' ORDER BY version`
+        `SELECT version FROM ${SchemaName.qualify(schema, Migrator.table)} WHERE component = 'notes' ORDER BY version`
       )
-      assert.deepStrictEqual(rows.map((r) => r.version), QueueSchema.migrations.map((m) => m.version))
-      assert.deepStrictEqual(yield* Migrator.run(schema, [QueueSchema.component]), [])
+      assert.deepStrictEqual(rows.map((r) => r.version), migrations.map((m) => m.version))
+      assert.deepStrictEqual(yield* Migrator.run(schema, [component]), [])
     }))
 
   it.effect("a later migration is applied on top of earlier ones", () =>
     Effect.gen(function*() {
       const schema = SchemaName.makeUnsafe("upgrade_path")
-      yield* Migrator.run(schema, [{ name: "queue", migrations: QueueSchema.migrations.slice(0, 1) }])
-      const second = yield* Migrator.run(schema, [QueueSchema.component])
-      assert.deepStrictEqual(second.map((m) => m.version), QueueSchema.migrations.slice(1).map((m) => m.version))
+      yield* Migrator.run(schema, [{ name: "notes", migrations: migrations.slice(0, 1) }])
+      const second = yield* Migrator.run(schema, [component])
+      assert.deepStrictEqual(second.map((m) => m.version), migrations.slice(1).map((m) => m.version))
     }))
+})
 
+layer(Database, { excludeTestServices: true })("SchemaName (PostgreSQL)", (it) => {
   it.effect("a schema name with every allowed character class works end to end", () =>
     Effect.gen(function*() {
       const schema = SchemaName.makeUnsafe("_tenant_0042_x")
-      yield* Migrator.run(schema, [QueueSchema.component])
+      yield* Migrator.run(schema, [component])
       const db = yield* DbSession
-      const n = yield* db.withConnection((c) =>
-        Queue.enqueue(c, schema, [{ workUnitKey: "u'; drop table x; --", taskType: "t", payload: { "a\"b": "'" } }])
-      )
-      assert.strictEqual(n, 1)
-      const [claim] = yield* db.withConnection((c) => Queue.claim(c, schema, 1, "o'wner"))
-      const items = yield* db.withConnection((c) => Queue.nextItems(c, schema, claim!, 10))
-      assert.deepStrictEqual(items.map((i) => i.payload), [{ "a\"b": "'" }])
+      yield* db.query(`INSERT INTO ${SchemaName.qualify(schema, "notes")} (body) VALUES ($1)`, ["u'; drop table x; --"])
+      const rows = yield* db.query<{ body: string }>(`SELECT body FROM ${SchemaName.qualify(schema, "notes")}`)
+      assert.deepStrictEqual(rows.map((row) => row.body), ["u'; drop table x; --"])
+      assert.strictEqual(yield* Migrator.pending(schema, [component]), 0)
     }))
+})
+
+describe("Migrator.describeFailure", () => {
+  it("renders Tag: message on one line, at most 2,000 characters", () => {
+    assert.strictEqual(
+      Migrator.describeFailure(new QueryFailed({ code: "42601", message: "syntax error" })),
+      "QueryFailed: syntax error"
+    )
+    const long = Migrator.describeFailure(new QueryFailed({ code: undefined, message: "x".repeat(5000) }))
+    assert.strictEqual(long.length, 2000)
+    assert.isTrue(long.endsWith("…"))
+  })
 })

@@ -12,6 +12,7 @@ import { Config, Effect, Schema } from "effect"
  * {@link makeUnsafe} produce one.
  *
  * @since 0.1.0
+ * @category models
  */
 export type SchemaName = string & { readonly SchemaName: unique symbol }
 
@@ -19,6 +20,7 @@ export type SchemaName = string & { readonly SchemaName: unique symbol }
  * A schema name that is not allowed, with the reason.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class InvalidSchemaName extends Schema.TaggedError<InvalidSchemaName>()("InvalidSchemaName", {
   name: Schema.String,
@@ -35,6 +37,7 @@ const pattern = /^[a-z_][a-z0-9_]{0,62}$/
  * Why a name is not a valid schema name, or `undefined` when it is.
  *
  * @since 0.1.0
+ * @category validation
  */
 export const problem = (name: string): string | undefined => {
   if (!pattern.test(name)) {
@@ -53,6 +56,7 @@ const allowed = "1 to 63 characters of a-z, 0-9 and _, starting with a letter or
  * Whether a string is an allowed schema name.
  *
  * @since 0.1.0
+ * @category validation
  */
 export const isValid = (name: string): name is SchemaName => problem(name) === undefined
 
@@ -60,6 +64,7 @@ export const isValid = (name: string): name is SchemaName => problem(name) === u
  * Validates a schema name.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (name: string): Effect.Effect<SchemaName, InvalidSchemaName> => {
   const reason = problem(name)
@@ -72,6 +77,7 @@ export const make = (name: string): Effect.Effect<SchemaName, InvalidSchemaName>
  * Validates a schema name, throwing on an invalid one (for constants in tests and benchmarks).
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const makeUnsafe = (name: string): SchemaName => {
   const reason = problem(name)
@@ -84,6 +90,7 @@ export const makeUnsafe = (name: string): SchemaName => {
  * `public`. An invalid one fails config loading with a message that names the variable.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const config = (variable: string): Config.Config<SchemaName> =>
   Config.String(variable).pipe(
@@ -99,6 +106,7 @@ export const config = (variable: string): Config.Config<SchemaName> =>
  * A quoted identifier (`"name"`, inner quotes doubled): safe even for names that were not validated.
  *
  * @since 0.1.0
+ * @category quoting
  */
 export const quoteIdentifier = (identifier: string): string => `"${identifier.replaceAll("\"", "\"\"")}"`
 
@@ -106,6 +114,7 @@ export const quoteIdentifier = (identifier: string): string => `"${identifier.re
  * The quoted schema, e.g. `"tenant_1"`.
  *
  * @since 0.1.0
+ * @category quoting
  */
 export const quote = (schema: SchemaName): string => quoteIdentifier(schema)
 
@@ -113,5 +122,6 @@ export const quote = (schema: SchemaName): string => quoteIdentifier(schema)
  * A quoted, schema-qualified name, e.g. `"tenant_1"."queue"`.
  *
  * @since 0.1.0
+ * @category quoting
  */
 export const qualify = (schema: SchemaName, name: string): string => `${quote(schema)}.${quoteIdentifier(name)}`

@@ -5,12 +5,11 @@ import { Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { randomBytes } from "node:crypto"
 import * as Migrator from "../src/Migrator.ts"
-import * as QueueSchema from "../src/QueueSchema.ts"
 import * as SchemaGate from "../src/SchemaGate.ts"
 import * as SchemaName from "../src/SchemaName.ts"
-import { Database } from "./support.ts"
+import { component, Database } from "./support.ts"
 
-const components = [QueueSchema.component]
+const components = [component]
 const newSchema = () => SchemaName.makeUnsafe(`r_${randomBytes(5).toString("hex")}`)
 
 /** A session that cannot connect (nothing listens on the port). */
@@ -62,7 +61,7 @@ describe("SchemaGate", () => {
             Effect.provide(capture)
           )
           const pending = yield* Migrator.pending(schema, components)
-          assert.strictEqual(pending, QueueSchema.component.migrations.length)
+          assert.strictEqual(pending, component.migrations.length)
           const migrating = yield* Effect.all(
             Array.from({ length: 4 }, () => SchemaGate.start({ schema, components, migrate: true })),
             { concurrency: "unbounded" }
@@ -76,6 +75,24 @@ describe("SchemaGate", () => {
           yield* Fiber.join(awaited)
           assert.strictEqual((yield* waiting.status)._tag, "Ready")
           yield* waiting.ensure
+        }),
+      { timeout: 60_000 }
+    )
+
+    it.effect(
+      "as a service: the layer starts the gate, the accessors read it, release stops it",
+      () =>
+        Effect.gen(function*() {
+          const schema = newSchema()
+          yield* Effect.scoped(Effect.gen(function*() {
+            const context = yield* Layer.build(SchemaGate.layer({ schema, components, migrate: true }))
+            const provided = <A, E>(effect: Effect.Effect<A, E, SchemaGate.SchemaGate>) =>
+              Effect.provideContext(effect, context)
+            yield* provided(SchemaGate.awaitReady)
+            yield* provided(SchemaGate.ensure)
+            assert.strictEqual((yield* provided(SchemaGate.status))._tag, "Ready")
+          }))
+          assert.strictEqual(yield* Migrator.pending(schema, components), 0)
         }),
       { timeout: 60_000 }
     )

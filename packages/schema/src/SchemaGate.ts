@@ -6,11 +6,14 @@
  * attempts it sleeps on the jittered poll backoff of `@resilience/jitter` (1 → 2 → 4 → … → 30 s, each sleep
  * uniform in ±50 %), never a fixed period. An unavailable database, a transient statement failure or pending
  * migrations mean "try again later"; only a misconfiguration (bad credentials, unknown database, no privilege)
- * stops the attempts, and {@link SchemaGate.await} fails with {@link SchemaMisconfigured} naming it.
+ * stops the attempts, and {@link Gate.await} fails with {@link SchemaMisconfigured} naming it.
  *
- * Until the schema is ready, {@link SchemaGate.ensure} fails at once with a `DatabaseUnavailable` (the last
+ * Until the schema is ready, {@link Gate.ensure} fails at once with a `DatabaseUnavailable` (the last
  * attempt's, or `NotAcceptingConnections` while the first attempt runs or migrations are pending): an API
  * answers it with a 503 and `Retry-After` without a checkout of its own.
+ *
+ * A process holds one gate, the {@link SchemaGate} service, built by {@link layer}; {@link ensure} and
+ * {@link awaitReady} read it from the context.
  *
  * @since 0.1.0
  */
@@ -18,9 +21,8 @@ import { Classify, DatabaseMisconfigured, DatabaseUnavailable, DbSession } from 
 import type { DbError } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import type { InvalidParameter } from "@resilience/parameters"
-import { Deferred, Duration, Effect, Metric, Ref, Schema } from "effect"
+import { Context, Deferred, Duration, Effect, Layer, Metric, Ref, Schema } from "effect"
 import type { Scope } from "effect"
-import * as Failures from "./Failures.ts"
 import * as Migrator from "./Migrator.ts"
 import type * as SchemaName from "./SchemaName.ts"
 
@@ -28,6 +30,7 @@ import type * as SchemaName from "./SchemaName.ts"
  * What to make ready.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   readonly schema: SchemaName.SchemaName
@@ -44,6 +47,7 @@ export interface Options {
  * (attempts stopped).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Status =
   | { readonly _tag: "Starting" }
@@ -56,6 +60,7 @@ export type Status =
  * help; the process should stop with this message.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class SchemaMisconfigured extends Schema.TaggedError<SchemaMisconfigured>()("SchemaMisconfigured", {
   schema: Schema.String,
@@ -67,8 +72,9 @@ export class SchemaMisconfigured extends Schema.TaggedError<SchemaMisconfigured>
  * A schema's gate, as seen by one process.
  *
  * @since 0.2.0
+ * @category models
  */
-export interface SchemaGate {
+export interface Gate {
   readonly status: Effect.Effect<Status>
   /** Succeeds when the schema is ready; fails when the attempts stopped on a misconfiguration. */
   readonly await: Effect.Effect<void, SchemaMisconfigured>
@@ -80,29 +86,35 @@ export interface SchemaGate {
 }
 
 /**
- * A schema's gate, as seen by one process.
+ * The process's schema gate, as a service: one per process, built by {@link layer} (or provided from
+ * {@link start} in tests).
  *
- * @deprecated since 0.2.0: use `SchemaGate` (the same interface under its new name)
- * @since 0.1.0
+ * @since 0.2.0
+ * @category services
  */
-export type SchemaReadiness = SchemaGate
+export class SchemaGate extends Context.Service<SchemaGate, Gate>()("@resilience/schema/SchemaGate") {}
 
 /**
- * `schema_ready` (0 or 1): whether this process found its schema ready.
+ * `schema_migrated` (0 or 1): 1 once this process found its tenant schema migrated (it ran the migrations, or
+ * found none pending), 0 before. Named `schema_ready` while the gate was in `@resilience/deriver`.
  *
- * @since 0.1.0
+ * @since 0.2.0
+ * @category metrics
  */
-export const readyGauge = Metric.gauge("schema_ready", {
-  description: "1 once this process found its tenant schema migrated, 0 before"
+export const migratedGauge = Metric.gauge("schema_migrated", {
+  description: "1 once this process found its tenant schema migrated (migrations run or none pending), 0 before"
 })
 
 /**
- * `schema_readiness_checks_total{outcome}`: `ready`, `unavailable`, `pending`, `failed`, `misconfigured`.
+ * `schema_gate_attempts_total{outcome}`: the gate's attempts (migration runs or pending checks), by outcome:
+ * `ready`, `unavailable`, `pending`, `failed`, `misconfigured`. Named `schema_readiness_checks_total` while the gate was in
+ * `@resilience/deriver`.
  *
- * @since 0.1.0
+ * @since 0.2.0
+ * @category metrics
  */
-export const checksTotal = Metric.counter("schema_readiness_checks_total", {
-  description: "Schema readiness checks (migration runs or pending checks), by outcome",
+export const attemptsTotal = Metric.counter("schema_gate_attempts_total", {
+  description: "Schema gate attempts (migration runs or pending checks), by outcome",
   incremental: true
 })
 
@@ -121,10 +133,11 @@ const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration)
  * backoff options fail at once.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const start = Effect.fnUntraced(function*(
   options: Options
-): Effect.fn.Return<SchemaGate, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
+): Effect.fn.Return<Gate, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
   const { schema } = options
   const backoff = yield* PollBackoff.make(options.backoff)
   const status = yield* Ref.make<Status>({ _tag: "Starting" })
@@ -133,7 +146,7 @@ export const start = Effect.fnUntraced(function*(
   const check: Effect.Effect<number, DbError> = (options.migrate
     ? Effect.as(Migrator.run(schema, options.components), 0)
     : Migrator.pending(schema, options.components)).pipe(Effect.provideService(DbSession, session))
-  const count = (outcome: string) => Metric.update(Metric.withAttributes(checksTotal, { outcome }), 1)
+  const count = (outcome: string) => Metric.update(Metric.withAttributes(attemptsTotal, { outcome }), 1)
 
   const later = (next: Status & { readonly _tag: "Waiting" }, outcome: string) =>
     Effect.gen(function*() {
@@ -153,7 +166,7 @@ export const start = Effect.fnUntraced(function*(
         if (result.success === 0) {
           yield* Ref.set(status, { _tag: "Ready" })
           yield* count("ready")
-          yield* Metric.update(readyGauge, 1)
+          yield* Metric.update(migratedGauge, 1)
           yield* Effect.logInfo("schema ready").pipe(Effect.annotateLogs({ schema, migrated: options.migrate }))
           yield* Deferred.succeed(done, undefined)
           return
@@ -169,7 +182,7 @@ export const start = Effect.fnUntraced(function*(
       }
       const error = result.failure
       if (Classify.isMisconfigured(error)) {
-        const detail = `database misconfigured for schema ${schema}: ${Failures.describe(error)}`
+        const detail = `database misconfigured for schema ${schema}: ${Migrator.describeFailure(error)}`
         yield* Ref.set(status, { _tag: "Misconfigured", detail, error })
         yield* count("misconfigured")
         yield* Effect.logError(detail).pipe(Effect.annotateLogs({ schema }))
@@ -179,7 +192,7 @@ export const start = Effect.fnUntraced(function*(
       const reason = error._tag === "DatabaseUnavailable" ? error.reason : error._tag
       const detail = error._tag === "DatabaseUnavailable"
         ? `database unavailable (${error.reason})`
-        : `schema ${schema} not ready (${Failures.describe(error)})`
+        : `schema ${schema} not ready (${Migrator.describeFailure(error)})`
       yield* Effect.sleep(
         yield* later(
           { _tag: "Waiting", reason, detail, error },
@@ -188,7 +201,7 @@ export const start = Effect.fnUntraced(function*(
       )
     }
   })
-  yield* Metric.update(readyGauge, 0)
+  yield* Metric.update(migratedGauge, 0)
   yield* Effect.forkScoped(loop)
 
   const ensure = Effect.flatMap(Ref.get(status), (
@@ -211,5 +224,48 @@ export const start = Effect.fnUntraced(function*(
         )
     }
   })
-  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies SchemaGate
+  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies Gate
 })
+
+/**
+ * The {@link SchemaGate} service: {@link start}ed when the layer is built, its attempts stopped when the layer
+ * is released. Invalid backoff options fail the layer.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<SchemaGate, InvalidParameter.InvalidParameter, DbSession> =>
+  Layer.effect(SchemaGate, start(options))
+
+/**
+ * Fails at once while the process's schema is not ready: with the database's unavailability (an API's 503), or
+ * its misconfiguration (an opaque 500; the process stops). See {@link Gate.ensure}.
+ *
+ * @since 0.2.0
+ * @category accessors
+ */
+export const ensure: Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfigured, SchemaGate> = Effect
+  .flatMap(Effect.service(SchemaGate), (gate) => gate.ensure)
+
+/**
+ * Waits until the process's schema is ready; fails when the attempts stopped on a misconfiguration. See
+ * {@link Gate.await}.
+ *
+ * @since 0.2.0
+ * @category accessors
+ */
+export const awaitReady: Effect.Effect<void, SchemaMisconfigured, SchemaGate> = Effect.flatMap(
+  Effect.service(SchemaGate),
+  (gate) => gate.await
+)
+
+/**
+ * Where the process's schema stands. See {@link Status}.
+ *
+ * @since 0.2.0
+ * @category accessors
+ */
+export const status: Effect.Effect<Status, never, SchemaGate> = Effect.flatMap(
+  Effect.service(SchemaGate),
+  (gate) => gate.status
+)

@@ -15,6 +15,7 @@ import * as SchemaName from "./SchemaName.ts"
  * statements it runs, built for a given (validated) schema.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Migration {
   readonly version: number
@@ -26,6 +27,7 @@ export interface Migration {
  * A named, ordered list of migrations (e.g. `queue`, `domain`). Components share one migrations table.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Component {
   readonly name: string
@@ -36,6 +38,7 @@ export interface Component {
  * A migration that ran during {@link run}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Applied {
   readonly component: string
@@ -47,6 +50,7 @@ export interface Applied {
  * The name of the migrations table created in every migrated schema.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const table = "resilience_migrations"
 
@@ -59,6 +63,7 @@ const lockNamespace = 0x5e511e
  * what has not run yet, in order.
  *
  * @since 0.1.0
+ * @category migrations
  */
 export const runIn = Effect.fnUntraced(function*(
   connection: Connection,
@@ -105,6 +110,7 @@ export const runIn = Effect.fnUntraced(function*(
  * lock and then find nothing to do.
  *
  * @since 0.1.0
+ * @category migrations
  */
 export const run = (
   schema: SchemaName.SchemaName,
@@ -130,6 +136,7 @@ export const run = (
  * someone has.
  *
  * @since 0.1.0
+ * @category migrations
  */
 export const pending = (
   schema: SchemaName.SchemaName,
@@ -157,3 +164,17 @@ export const pending = (
       })
     )
   }).pipe(Effect.withSpan("Migrator.pending", { attributes: { schema } }))
+
+const maxDescription = 2000
+
+/**
+ * A one-line description of a failed migration run or pending check, for logs and a command's output:
+ * `Tag: message` (e.g. `DatabaseUnavailable: …`), at most 2,000 characters.
+ *
+ * @since 0.2.0
+ * @category rendering
+ */
+export const describeFailure = (error: DbError): string => {
+  const text = `${error._tag}: ${error.message}`
+  return text.length > maxDescription ? `${text.slice(0, maxDescription - 1)}…` : text
+}
