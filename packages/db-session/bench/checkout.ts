@@ -33,7 +33,7 @@ interface Row {
 }
 
 /** Runs `n` checkouts one after another and measures each. */
-const measure = (label: string, n: number, layer: Layer.Layer<DbSession>) =>
+const measure = (label: string, n: number, layer: Layer.Layer<DbSession, unknown>) =>
   Effect.gen(function*() {
     const db = yield* DbSession
     const samples: Array<number> = []

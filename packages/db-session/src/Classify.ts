@@ -45,7 +45,7 @@ export interface Described {
  * that picks rows by name (admission's `Outcome`) names them through this type, so a renamed row is a type
  * error there.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category models
  */
 export type RowName =
@@ -192,6 +192,49 @@ export const table: ReadonlyArray<Row> = [
   // --- misconfigured: fix the deployment (message rows before the generic classes below) ------------------
   {
     meaning: "misconfigured",
+    name: "Tls",
+    codes: [
+      "DEPTH_ZERO_SELF_SIGNED_CERT",
+      "SELF_SIGNED_CERT_IN_CHAIN",
+      "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+      "UNABLE_TO_GET_ISSUER_CERT",
+      "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+      "UNABLE_TO_DECRYPT_CERT_SIGNATURE",
+      "UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY",
+      "CERT_SIGNATURE_FAILURE",
+      "CERT_NOT_YET_VALID",
+      "CERT_HAS_EXPIRED",
+      "ERROR_IN_CERT_NOT_BEFORE_FIELD",
+      "ERROR_IN_CERT_NOT_AFTER_FIELD",
+      "CERT_CHAIN_TOO_LONG",
+      "CERT_REVOKED",
+      "INVALID_CA",
+      "PATH_LENGTH_EXCEEDED",
+      "INVALID_PURPOSE",
+      "CERT_UNTRUSTED",
+      "CERT_REJECTED",
+      "HOSTNAME_MISMATCH",
+      "ERR_TLS_CERT_ALTNAME_INVALID",
+      "ERR_TLS_CERT_ALTNAME_FORMAT"
+    ],
+    source:
+      "Node.js TLS: X509 certificate error codes (doc/api/tls.md, from OpenSSL's X509_V_ERR_*), ERR_TLS_CERT_ALTNAME_INVALID / _FORMAT (doc/api/errors.md): the server's certificate is not trusted or does not name the host"
+  },
+  {
+    meaning: "misconfigured",
+    name: "Tls",
+    messages: [
+      /The server does not support SSL connections/,
+      /There was an error establishing an SSL connection/,
+      /^SSL required$/,
+      /SSL routines/,
+      /^no pg_hba\.conf entry for .*, no encryption$/
+    ],
+    source:
+      `pg lib/connection.js (the server answered "N" or an error to the SSLRequest), db-session's postgres.js driver (the same words for "N"); ${pgBouncer}: SSL required (client_tls_sslmode); OpenSSL handshake errors ("error:…:SSL routines::…", Node codes ERR_SSL_*); PostgreSQL src/backend/libpq/auth.c: no pg_hba.conf entry …, no encryption (only hostssl lines match)`
+  },
+  {
+    meaning: "misconfigured",
     name: "Misconfigured",
     messages: [
       /no such (database|user)/i,
@@ -268,7 +311,7 @@ export const table: ReadonlyArray<Row> = [
  * Whether a code has the shape of a SQLSTATE (five digits or capital letters), as opposed to a Node system code
  * or a driver's own code.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category predicates
  */
 export const isSqlState = (code: string | undefined): code is string => code !== undefined && /^[0-9A-Z]{5}$/.test(code)
@@ -491,7 +534,7 @@ export const attemptHeldCode = "ATTEMPT_HELD"
  * `cancelled`: statement timeout, transaction timeout, db-session's client-side deadline), read from a
  * db-session error or any value with a `code`.
  *
- * @since 0.3.0
+ * @since 0.2.0
  * @category predicates
  */
 export const isCancelled = (error: unknown): boolean => {

@@ -7,6 +7,7 @@
 import { Config, Duration, type Redacted, Schema } from "effect"
 import type { DriverName } from "./Driver.ts"
 import type { PoolClass } from "./Pool.ts"
+import * as Tls from "./Tls.ts"
 
 /**
  * How to reach the database and how to pool.
@@ -30,6 +31,11 @@ export interface Options {
    * one second, after which the statement is cancelled on the server and its connection closed.
    */
   readonly statementTimeout?: Duration.Input | undefined
+  /**
+   * TLS to the database, with libpq's `sslmode`, `sslrootcert`, `sslcert` and `sslkey` (see `Tls`); the URL's
+   * own `ssl*` parameters win over these. Default: `sslmode=disable`.
+   */
+  readonly tls?: Tls.Options | undefined
 }
 
 /**
@@ -61,6 +67,14 @@ export interface Names {
   readonly driver: string
   readonly applicationName: string
   readonly statementTimeoutSeconds: string
+  /** `sslmode` (the URL's `?sslmode=` wins). */
+  readonly sslmode: string
+  /** `sslrootcert`: the CA file (the URL's wins). */
+  readonly sslrootcert: string
+  /** `sslcert`: the client certificate file (the URL's wins). */
+  readonly sslcert: string
+  /** `sslkey`: the client key file (the URL's wins). */
+  readonly sslkey: string
 }
 
 /** The connect timeout's range, seconds. */
@@ -70,6 +84,10 @@ const poolSize = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10_000
 
 const seconds = (duration: Duration.Duration) => Duration.toSeconds(duration)
 const fromSeconds = (value: number) => Duration.millis(Math.round(value * 1000))
+
+/** An optional file path: unset is `undefined`. */
+const file = (name: string) =>
+  Config.String(name).pipe(Config.option, Config.map((value) => value._tag === "Some" ? value.value : undefined))
 
 /**
  * {@link Options} from the environment variables `names` gives, parsed and validated (a bad value is a
@@ -91,5 +109,11 @@ export const config = (names: Names): Config.Config<Options> =>
     statementTimeout: Config.schema(statementSeconds, names.statementTimeoutSeconds).pipe(
       Config.withDefault(seconds(defaults.statementTimeout)),
       Config.map(fromSeconds)
-    )
+    ),
+    tls: Config.all({
+      sslmode: Config.Literals(Tls.sslModes, names.sslmode).pipe(Config.withDefault(Tls.defaultMode)),
+      sslrootcert: file(names.sslrootcert),
+      sslcert: file(names.sslcert),
+      sslkey: file(names.sslkey)
+    })
   })

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, type Config, Context, Duration, Effect, Exit, Layer, Metric, Redacted } from "effect"
+import { Clock, Config, ConfigProvider, Context, Duration, Effect, Exit, Layer, Metric, Redacted } from "effect"
 import * as Classify from "./Classify.ts"
 import type { Connection } from "./Connection.ts"
 import * as DbConfig from "./DbConfig.ts"
@@ -15,6 +15,7 @@ import * as Metrics from "./Metrics.ts"
 import * as PgDriver from "./PgDriver.ts"
 import * as Pool from "./Pool.ts"
 import * as PostgresDriver from "./PostgresDriver.ts"
+import * as Tls from "./Tls.ts"
 
 /**
  * The service. Every method is one checkout; the connection is released on success, failure and interruption.
@@ -41,15 +42,31 @@ export class DbSession extends Context.Service<DbSession, {
    */
   readonly oneCheckout: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DbError, R>
 }>()("@resilience/db-session/DbSession") {
-  /** A session with explicit options. */
-  static readonly layer = (options: DbConfig.Options): Layer.Layer<DbSession> => Layer.effect(DbSession, make(options))
+  /**
+   * A session with explicit options; a TLS setting that cannot work (`Tls.resolve`: an unknown `sslmode`, an
+   * unreadable certificate file) fails the layer with an `InvalidTlsSetting` naming it, before any connection
+   * attempt.
+   */
+  static readonly layer = (options: DbConfig.Options): Layer.Layer<DbSession, Tls.InvalidTlsSetting> =>
+    Layer.effect(DbSession, make(options))
 
   /**
    * A session configured from the environment variables `names` gives (`DbConfig.config`): the application
    * names them, the options' defaults are `DbConfig.defaults`.
    */
   static readonly layerConfig = (names: DbConfig.Names): Layer.Layer<DbSession, Config.ConfigError> =>
-    Layer.unwrap(Effect.map(DbConfig.config(names), (options) => DbSession.layer(options)))
+    Layer.effect(
+      DbSession,
+      Effect.flatMap(
+        DbConfig.config(names),
+        // a TLS setting of the URL (or a certificate file) that cannot work stops the process as a ConfigError
+        (options) =>
+          Effect.mapError(
+            make(options),
+            (error) => new Config.ConfigError(new ConfigProvider.SourceError({ message: error.message }))
+          )
+      )
+    )
 }
 
 /**
@@ -96,9 +113,13 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
     return yield* invalid(`poolSize must be an integer >= 1 (got ${options.poolSize})`)
   }
   const driver = driverFor(options.driver)
+  const tls = yield* Tls.resolve(
+    Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url,
+    options.tls
+  )
   const pool = yield* Pool.make({
     driver,
-    url: Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url,
+    tls,
     applicationName: options.applicationName ?? DbConfig.defaults.applicationName,
     connectTimeoutMillis,
     poolClass: options.poolClass,

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import type { Effect } from "effect"
+import type { Settings as TlsSettings } from "./Tls.ts"
 
 /**
  * TCP keepalive on every connection: the first probe after this long without traffic, so a peer that died
@@ -27,7 +28,10 @@ export type DriverName = "pg" | "postgres"
  * @since 0.1.0
  */
 export interface ConnectOptions {
+  /** The connection URL, without `ssl*` parameters (TLS comes as `tls`). */
   readonly url: string
+  /** The resolved `sslmode` and the Node TLS options of the handshake (`Tls.resolve`), the same for both drivers. */
+  readonly tls: Pick<TlsSettings, "mode" | "ssl">
   /** Bound on the attempt; also handed to the driver's own timer, so a stalled socket is closed either way. */
   readonly timeoutMillis: number
   readonly applicationName: string

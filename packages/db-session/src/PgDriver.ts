@@ -1,6 +1,9 @@
 /**
  * The `pg` (node-postgres) driver: one `pg.Client` per connection. `pg.Client` never reconnects, and its own
- * default connect timeout is "wait forever", so `connectionTimeoutMillis` is always set.
+ * default connect timeout is "wait forever", so `connectionTimeoutMillis` is always set. TLS is always given as
+ * `ssl` (`false` under `disable`), so neither the URL (stripped of its `ssl*` parameters) nor `PGSSLMODE` is
+ * read by pg's own rules (under which `require` verifies the certificate); `prefer` is `require` here (see
+ * `Tls`).
  */
 import { Effect } from "effect"
 import pg from "pg"
@@ -60,6 +63,7 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
   Effect.callback<RawConnection, unknown>((resume) => {
     const client = new pg.Client({
       connectionString: options.url,
+      ssl: options.tls.ssl ?? false,
       connectionTimeoutMillis: options.timeoutMillis,
       application_name: options.applicationName,
       keepAlive: true,

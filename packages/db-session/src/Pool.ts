@@ -14,6 +14,7 @@ import * as Classify from "./Classify.ts"
 import { ConnectGuard } from "./ConnectGuard.ts"
 import type { Driver, RawConnection } from "./Driver.ts"
 import type { CheckoutError } from "./Errors.ts"
+import * as Tls from "./Tls.ts"
 
 /**
  * `null`: a fresh connection per checkout; `queue`: an in-process pool.
@@ -29,7 +30,8 @@ export type PoolClass = "null" | "queue"
  */
 export interface PoolOptions {
   readonly driver: Driver
-  readonly url: string
+  /** The URL and TLS settings, resolved at start (`Tls.resolve`). */
+  readonly tls: Tls.Settings
   readonly applicationName: string
   readonly connectTimeoutMillis: number
   readonly poolClass: PoolClass
@@ -71,12 +73,23 @@ const classified = (elapsedMillis: Effect.Effect<number>) => (error: unknown) =>
 const attempt = (options: PoolOptions, timeoutMillis: number, elapsedMillis: Effect.Effect<number>) =>
   Effect.flatMap(Effect.service(ConnectGuard), (guard) =>
     guard.attempt(
-      options.driver.connect({ url: options.url, applicationName: options.applicationName, timeoutMillis }).pipe(
+      options.driver.connect({
+        url: options.tls.url,
+        tls: options.tls,
+        applicationName: options.applicationName,
+        timeoutMillis
+      }).pipe(
         Effect.timeoutOrElse({
           duration: timeoutMillis,
           orElse: () => Effect.fail(timedOut(options.connectTimeoutMillis))
         }),
-        Effect.catch(classified(elapsedMillis))
+        // a TLS or certificate failure is worded to name TLS, the certificate and the sslmode
+        Effect.catch((error) =>
+          Effect.flatMap(
+            elapsedMillis,
+            (elapsed) => Effect.fail(Tls.explain(Classify.checkoutFailure(error, elapsed), error, options.tls.mode))
+          )
+        )
       )
     ))
 

@@ -3,7 +3,9 @@
  * reconnect by itself (lazily on the next query, and again when a socket closes during startup), so each
  * instance gets a socket factory that hands out exactly one socket: any second connect fails instead of
  * knocking again. Its own pool, prepared statements and lifetime timers are switched off; the session owns
- * pooling.
+ * pooling. TLS is given as `ssl` (`false` under `disable`, postgres.js's own `prefer` under `prefer`, Node TLS
+ * options otherwise) on a URL without `ssl*` parameters, which postgres.js would otherwise read itself (and send
+ * the ones it does not know to the server as startup parameters).
  */
 import { Effect } from "effect"
 import { connect as netConnect, type Socket } from "node:net"
@@ -22,6 +24,12 @@ interface SocketOptions {
   readonly port: ReadonlyArray<number>
   readonly path?: string | false
 }
+
+/** What pg says when the server answers "N" to the SSLRequest; postgres.js would try a TLS handshake anyway. */
+const noTls = (): Error => new Error("The server does not support SSL connections")
+
+/** The first byte of the server's answer to the SSLRequest: `N`, no TLS. */
+const refused = 0x4e
 
 const openSocket = (options: SocketOptions): Promise<Socket> =>
   new Promise((resolve, reject) => {
@@ -44,6 +52,9 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
     let backend: Cancel.BackendKey | undefined
     let handedOut = false
     let broken = false
+    /** Whether the server answered the SSLRequest with "N" (postgres.js only checks it for `prefer`). */
+    let tlsRefused = false
+    const { mode } = options.tls
     const destroy = () => {
       broken = true
       socket?.destroy()
@@ -68,6 +79,7 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
         broken = true
       },
       connection: { application_name: options.applicationName },
+      ssl: mode === "disable" ? false : mode === "prefer" ? "prefer" : options.tls.ssl,
       socket: (socketOptions: SocketOptions): Promise<Socket> => {
         if (handedOut) return Promise.reject(secondSocket())
         handedOut = true
@@ -81,6 +93,12 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
             throw secondSocket()
           }
           socket = opened
+          if (mode !== "disable") {
+            // postgres.js writes the SSLRequest first; its answer is the socket's first byte
+            opened.once("data", (chunk: Buffer) => {
+              tlsRefused = chunk[0] === refused
+            })
+          }
           opened.once("close", () => {
             broken = true
           })
@@ -136,7 +154,7 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
       },
       (error: unknown) => {
         destroyAll()
-        resume(Effect.fail(error))
+        resume(Effect.fail(tlsRefused && mode !== "prefer" ? noTls() : error))
       }
     )
     return Effect.sync(destroyAll)

@@ -74,3 +74,18 @@ export * as Pool from "./Pool.ts"
  * @since 0.2.0
  */
 export * as ConnectGuard from "./ConnectGuard.ts"
+
+/**
+ * TLS to the database: libpq's `sslmode`, `sslrootcert`, `sslcert` and `sslkey` under both drivers, and the
+ * refusal of a setting that cannot work (`InvalidTlsSetting`, at start).
+ *
+ * @since 0.2.0
+ */
+export * as Tls from "./Tls.ts"
+
+/**
+ * A TLS setting that cannot work, raised at start.
+ *
+ * @since 0.2.0
+ */
+export { InvalidTlsSetting } from "./Tls.ts"

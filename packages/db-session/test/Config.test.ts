@@ -11,7 +11,11 @@ const optionNames = [
   "poolSize",
   "driver",
   "applicationName",
-  "statementTimeoutSeconds"
+  "statementTimeoutSeconds",
+  "sslmode",
+  "sslrootcert",
+  "sslcert",
+  "sslkey"
 ] as const
 const upperSnake = (option: string) => `DB_${option.replace(/[A-Z]/g, (letter) => `_${letter}`).toUpperCase()}`
 const names = {
@@ -32,6 +36,12 @@ describe("DbSession config", () => {
       assert.strictEqual(options.driver, "pg")
       assert.strictEqual(options.applicationName, "resilience")
       assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.statementTimeout ?? 0)), 30_000)
+      assert.deepStrictEqual(options.tls, {
+        sslmode: "disable",
+        sslrootcert: undefined,
+        sslcert: undefined,
+        sslkey: undefined
+      })
       assert.notInclude(String(options.url), "secret")
     }))
 
@@ -44,7 +54,17 @@ describe("DbSession config", () => {
         DB_POOL_SIZE: "3",
         DB_DRIVER: "postgres",
         DB_APPLICATION_NAME: "deriver",
-        DB_STATEMENT_TIMEOUT_SECONDS: "2.5"
+        DB_STATEMENT_TIMEOUT_SECONDS: "2.5",
+        DB_SSLMODE: "verify-full",
+        DB_SSLROOTCERT: "/etc/ssl/db-ca.pem",
+        DB_SSLCERT: "/etc/ssl/client.pem",
+        DB_SSLKEY: "/etc/ssl/client.key"
+      })
+      assert.deepStrictEqual(options.tls, {
+        sslmode: "verify-full",
+        sslrootcert: "/etc/ssl/db-ca.pem",
+        sslcert: "/etc/ssl/client.pem",
+        sslkey: "/etc/ssl/client.key"
       })
       assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.statementTimeout ?? 0)), 2500)
       assert.strictEqual(Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout)), 500)
@@ -64,7 +84,9 @@ describe("DbSession config", () => {
       ["DB_DRIVER", "mysql"],
       ["DB_STATEMENT_TIMEOUT_SECONDS", "0"],
       ["DB_STATEMENT_TIMEOUT_SECONDS", "86401"],
-      ["DB_STATEMENT_TIMEOUT_SECONDS", "forever"]
+      ["DB_STATEMENT_TIMEOUT_SECONDS", "forever"],
+      ["DB_SSLMODE", "no-verify"],
+      ["DB_SSLMODE", "allow"]
     ] as const
   ) {
     it.effect(`refuses ${variable}=${value} and names the variable`, () =>

@@ -2,7 +2,7 @@
 import { Cluster } from "@resilience/local-postgres"
 import { Context, Duration, Effect, Layer, Metric } from "effect"
 import pg from "pg"
-import type { DbConfig } from "../src/index.ts"
+import type { DbConfig, InvalidTlsSetting } from "../src/index.ts"
 import { DbSession } from "../src/index.ts"
 
 /** Both drivers with both pool classes: every conformance test runs for each. */
@@ -80,7 +80,9 @@ let counter = 0
 export const appName = (label: string) => `dbs_${label}_${process.pid}_${++counter}`.slice(0, 60)
 
 /** A session layer with test defaults. */
-export const session = (options: Partial<DbConfig.Options> & { readonly url: string }) =>
+export const session = (
+  options: Partial<DbConfig.Options> & { readonly url: string }
+): Layer.Layer<DbSession, InvalidTlsSetting> =>
   DbSession.layer({
     connectTimeout: "2 seconds",
     poolClass: "null",

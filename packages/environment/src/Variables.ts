@@ -22,7 +22,11 @@ export const database = {
   poolSize: "DB_POOL_SIZE",
   driver: "DB_DRIVER",
   applicationName: "DB_APPLICATION_NAME",
-  statementTimeoutSeconds: "DB_STATEMENT_TIMEOUT_SECONDS"
+  statementTimeoutSeconds: "DB_STATEMENT_TIMEOUT_SECONDS",
+  sslmode: "DB_SSLMODE",
+  sslrootcert: "DB_SSLROOTCERT",
+  sslcert: "DB_SSLCERT",
+  sslkey: "DB_SSLKEY"
 } as const satisfies DbConfig.Names
 
 /**

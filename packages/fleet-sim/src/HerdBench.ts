@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { DbSession } from "@resilience/db-session"
+import { DbSession, type InvalidTlsSetting } from "@resilience/db-session"
 import { Deriver, DeriverConfig, Handlers, QueueSchema } from "@resilience/deriver"
 import type { InvalidParameter } from "@resilience/parameters"
 import { Migrator, SchemaName } from "@resilience/schema"
@@ -82,7 +82,7 @@ export const phase = (
   options: Options,
   jitter: boolean,
   client: pg.Client
-): Effect.Effect<Phase, InvalidParameter.InvalidParameter | DeriverConfig.Invalid> =>
+): Effect.Effect<Phase, InvalidParameter.InvalidParameter | DeriverConfig.Invalid | InvalidTlsSetting> =>
   Effect.gen(function*() {
     const name = jitter ? "jitter on" : "jitter off"
     const application = jitter ? "herd-jitter-on" : "herd-jitter-off"

@@ -44,6 +44,13 @@ export interface Options {
    * first, or dies with the starter (`setpriv --pdeathsig`).
    */
   readonly ownProcessGroup?: boolean
+  /**
+   * TLS: the server's certificate and key (PEM), written next to the data with the owner and mode PostgreSQL
+   * demands of a key, and `ssl=on`.
+   */
+  readonly ssl?: { readonly cert: string; readonly key: string }
+  /** The lines of `pg_hba.conf` instead of the data directory's own (e.g. only `hostssl` lines). */
+  readonly hba?: ReadonlyArray<string>
 }
 
 /** A superuser URL for a database on the cluster. */
@@ -203,6 +210,37 @@ const checkReachable = (
   )
 }
 
+/** Writes a file the server reads, owned by its account (a key must be 0600 and the server's own). */
+const serverFile = (
+  path: string,
+  text: string,
+  account: { readonly uid: number; readonly gid: number } | undefined
+) => {
+  writeFileSync(path, text, { mode: 0o600 })
+  if (account !== undefined) chownSync(path, account.uid, account.gid)
+  return path
+}
+
+/** The `-c` flags of the TLS and `pg_hba.conf` options. */
+const accessFlags = (
+  options: Options,
+  directory: string,
+  account: { readonly uid: number; readonly gid: number } | undefined
+): ReadonlyArray<string> => [
+  ...(options.ssl === undefined ? [] : [
+    "-c",
+    "ssl=on",
+    "-c",
+    `ssl_cert_file=${serverFile(join(directory, "server.crt"), options.ssl.cert, account)}`,
+    "-c",
+    `ssl_key_file=${serverFile(join(directory, "server.key"), options.ssl.key, account)}`
+  ]),
+  ...(options.hba === undefined ? [] : [
+    "-c",
+    `hba_file=${serverFile(join(directory, "pg_hba.conf"), `${options.hba.join("\n")}\n`, account)}`
+  ])
+]
+
 /** Durability switched off: only for throw-away clusters, whose data nobody needs after a crash. */
 const throwAwayFlags = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
 
@@ -260,6 +298,7 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
       "superuser_reserved_connections=0",
       "-c",
       "reserved_connections=0",
+      ...accessFlags(options, directory, account),
       ...(options.directory === undefined ? throwAwayFlags : [])
     ],
     readyWhen: "database system is ready to accept connections",

@@ -4,7 +4,7 @@
  * failfast wrapped in the removed checkout loop with no connect timeout of note (the old code had none; the
  * session's bound is set to its maximum, one hour).
  */
-import { DbSession } from "@resilience/db-session"
+import { DbSession, type InvalidTlsSetting } from "@resilience/db-session"
 import { Model } from "@resilience/fleet-sim"
 import { Context, Effect, Layer } from "effect"
 import * as CountedSession from "./CountedSession.ts"
@@ -25,7 +25,7 @@ export const layer = (options: {
   readonly role: Counters.Role
   readonly counters: Counters.Counters
   readonly connectTimeoutSeconds: number
-}): Layer.Layer<DbSession> =>
+}): Layer.Layer<DbSession, InvalidTlsSetting> =>
   Layer.effect(
     DbSession,
     Effect.gen(function*() {

@@ -185,6 +185,13 @@ export const probes = (
       return { accepted: ["0", "65535"], rejected: ["65536", "-1", "80.5"], default: defaultValue, changes: undefined }
     case "port":
       return { accepted: ["1", "65535"], rejected: ["65536", "-1"], default: defaultValue, changes: undefined }
+    case "libpq `sslmode`":
+      return {
+        accepted: ["disable", "prefer", "require", "verify-ca", "verify-full"],
+        rejected: ["no-verify", "allow"],
+        default: defaultValue,
+        changes: undefined
+      }
     case "Effect log level":
       return { accepted: ["Debug", "Warn"], rejected: ["Loud"], default: defaultValue, changes: undefined }
     case "identifier":
@@ -195,6 +202,7 @@ export const probes = (
     case "text":
     case "address":
     case "directory":
+    case "file":
       return { accepted: [], rejected: [], default: defaultValue, changes: "changed-by-the-check" }
     default:
       return `allowed "${allowed}" not understood`

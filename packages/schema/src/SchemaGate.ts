@@ -153,7 +153,12 @@ export const start = Effect.fnUntraced(function*(
       yield* Ref.set(status, next)
       yield* count(outcome)
       const delay = yield* backoff.advance
-      yield* Effect.logWarning(`${next.detail}; retrying in ${seconds(delay)}`).pipe(
+      // the driver's own words (and code) after the reason: what an operator needs to tell a refused port from a
+      // full server or a pooler that gave up
+      const cause = next.error?._tag === "DatabaseUnavailable"
+        ? ` (${next.error.message}${next.error.code === undefined ? "" : ` [${next.error.code}]`})`
+        : ""
+      yield* Effect.logWarning(`${next.detail}; retrying in ${seconds(delay)}${cause}`).pipe(
         Effect.annotateLogs({ schema, reason: next.reason })
       )
       return delay

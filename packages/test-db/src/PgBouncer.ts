@@ -29,6 +29,16 @@ export interface Options {
   readonly queryWaitTimeout?: number
   /** Default: the shipped file's (`transaction`). */
   readonly poolMode?: "session" | "transaction"
+  /**
+   * TLS towards clients: `client_tls_sslmode` (`require`: clients without TLS are refused with "SSL required")
+   * and the certificate and key it presents (PEM; written to its directory as `client_tls_cert_file` and
+   * `client_tls_key_file`, readable by its account only).
+   */
+  readonly clientTls?: {
+    readonly sslmode: "disable" | "allow" | "prefer" | "require" | "verify-ca" | "verify-full"
+    readonly cert: string
+    readonly key: string
+  }
   /** Further `[pgbouncer]` settings (e.g. `admin_users` for the admin console); they override the ones above. */
   readonly settings?: Readonly<Record<string, string | number>>
 }
@@ -104,6 +114,18 @@ export const start = Effect.fnUntraced(function*(options: Options) {
   yield* Effect.addFinalizer(() => Effect.sync(() => Orphans.remove(directory)))
   const port = yield* Cluster.freePort
   const { upstream } = options
+  const account = Process.serviceAccount()
+  const secret = (name: string, text: string) => {
+    const path = join(directory, name)
+    writeFileSync(path, text, { mode: 0o600 })
+    if (account !== undefined) chownSync(path, account.uid, account.gid)
+    return path
+  }
+  const clientTls = options.clientTls === undefined ? {} : {
+    client_tls_sslmode: options.clientTls.sslmode,
+    client_tls_cert_file: secret("client-tls.crt", options.clientTls.cert),
+    client_tls_key_file: secret("client-tls.key", options.clientTls.key)
+  }
   const ini = configure({ "*": `host=${upstream.host} port=${upstream.port}` }, {
     listen_addr: "127.0.0.1",
     listen_port: port,
@@ -115,11 +137,11 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     max_db_connections: options.poolSize,
     ...(options.poolMode === undefined ? {} : { pool_mode: options.poolMode }),
     ...(options.queryWaitTimeout === undefined ? {} : { query_wait_timeout: options.queryWaitTimeout }),
+    ...clientTls,
     ...options.settings
   })
   writeFileSync(join(directory, "pgbouncer.ini"), ini)
   writeFileSync(join(directory, "userlist.txt"), `"${upstream.user}" "${upstream.password}"\n`)
-  const account = Process.serviceAccount()
   if (account !== undefined) chownSync(directory, account.uid, account.gid)
   const child = yield* Process.start({
     server: "pgbouncer",

@@ -2,6 +2,7 @@
  * What tests need around a real PostgreSQL: the shared server's source, a database per suite, PgBouncer, the
  * counting proxy and the network stand-ins. Running the server itself is @resilience/local-postgres.
  */
+export * as Certificates from "./Certificates.ts"
 export * as ClosedPort from "./ClosedPort.ts"
 export * as CountingProxy from "./CountingProxy.ts"
 export * as EntryPoint from "./EntryPoint.ts"
