@@ -51,6 +51,7 @@ export interface Described {
 export type RowName =
   | UnavailableReason
   | "Misconfigured"
+  | "Tls"
   | "ReadOnly"
   | "SerializationFailure"
   | "Deadlock"

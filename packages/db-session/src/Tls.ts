@@ -240,7 +240,7 @@ const hint = (code: string | undefined, message: string, mode: SslMode): string 
  * @since 0.2.0
  */
 export const explain = (failure: CheckoutError, cause: unknown, mode: SslMode): CheckoutError => {
-  const described = Classify.describe(cause)
+  const described = Classify.codeAndMessage(cause)
   if (failure._tag !== "DatabaseMisconfigured" || Classify.lookup(described)?.name !== "Tls") return failure
   const code = described.code === undefined ? "" : ` [${described.code}]`
   return new DatabaseMisconfigured({
