@@ -3,29 +3,12 @@
  * `${datasource}`) and every PromQL expression naming only metrics the apps declare.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { readFileSync } from "node:fs"
+import { declared } from "./DeclaredMetrics.ts"
 import { repository } from "./Rendered.ts"
 
 /** Metrics of postgres_exporter, not of the apps: the panels naming them say so in their description. */
 const exporterMetrics: ReadonlySet<string> = new Set(["pg_stat_activity_count"])
-
-/** Every metric name the packages and apps declare: the first argument of their counter/gauge/histogram calls. */
-const declared = (): ReadonlySet<string> => {
-  const names = new Set<string>()
-  for (const parent of ["packages", "apps"]) {
-    for (const workspace of readdirSync(join(repository, parent))) {
-      const src = join(repository, parent, workspace, "src")
-      if (!existsSync(src)) continue
-      const files = readdirSync(src, { recursive: true, withFileTypes: true }).filter((f) => f.name.endsWith(".ts"))
-      for (const file of files) {
-        const text = readFileSync(join(file.parentPath, file.name), "utf8")
-        for (const match of text.matchAll(/(?:counter|gauge|histogram)\(\s*"([a-z_]+)"/g)) names.add(match[1]!)
-      }
-    }
-  }
-  return names
-}
 
 const functions = new Set([
   "sum",
