@@ -144,9 +144,13 @@ export interface Settled {
 export const opens = (state: State, policy: Policy, outcome: Outcome, probe: boolean): boolean => {
   if (outcome !== "Unavailable") return false
   if (probe) return true
-  if (state.phase !== "Closed") return false
-  const recent = [...state.recent, true].slice(-2 * policy.tripFailures)
-  return recent.reduce((n, failed) => failed ? n + 1 : n, 0) >= policy.tripFailures
+  return state.phase === "Closed" && record(state, policy, true).trips
+}
+
+/** The closed circuit's recent outcomes with one more, and whether they trip it. */
+const record = (state: State, policy: Policy, failed: boolean) => {
+  const recent = [...state.recent, failed].slice(-2 * policy.tripFailures)
+  return { recent, trips: recent.reduce((n, f) => f ? n + 1 : n, 0) >= policy.tripFailures }
 }
 
 /**
@@ -174,9 +178,8 @@ export const settle = (state: State, policy: Policy, settled: Settled): State =>
     }
   }
   if (state.phase !== "Closed" || outcome === "Ignored") return state
-  const recent = [...state.recent, outcome === "Unavailable"].slice(-2 * policy.tripFailures)
-  const failures = recent.reduce((n, failed) => failed ? n + 1 : n, 0)
-  return failures >= policy.tripFailures ? open(state, policy, now, draw(), 0) : { ...state, recent }
+  const { recent, trips } = record(state, policy, outcome === "Unavailable")
+  return trips ? open(state, policy, now, draw(), 0) : { ...state, recent }
 }
 
 /**
