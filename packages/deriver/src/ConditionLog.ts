@@ -63,7 +63,7 @@ export const make = (schema: string): Effect.Effect<ConditionLog> =>
             ...annotations,
             condition: kind,
             ...(changed ? { previous: null } : { repeated: true }),
-            error: Failures.describe(error)
+            error: Failures.errorText(error)
           })
         )
       })

@@ -253,12 +253,12 @@ const runHandler = <R>(
     Effect.as<HandlerOutcome>({ failed: undefined }),
     Effect.catch((error) =>
       Effect.succeed<HandlerOutcome>(
-        Failures.isDatabaseFailure(error) ? { database: error } : { failed: Failures.describe(error) }
+        Failures.isDatabaseFailure(error) ? { database: error } : { failed: Failures.errorText(error) }
       )
     ),
     Effect.catchDefect((defect) =>
       Effect.succeed<HandlerOutcome>(
-        Failures.isDatabaseFailure(defect) ? { database: defect } : { failed: `Defect: ${Failures.describe(defect)}` }
+        Failures.isDatabaseFailure(defect) ? { database: defect } : { failed: `Defect: ${Failures.errorText(defect)}` }
       )
     )
   )

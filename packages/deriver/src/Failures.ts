@@ -20,6 +20,7 @@ import { Predicate } from "effect"
  * (`ECONNREFUSED`, `ETIMEDOUT`) is not read as the database's: a handler's own HTTP call fails with those too.
  *
  * @since 0.1.0
+ * @category classifying
  */
 export const isDatabaseFailure = (error: unknown): boolean => {
   let current = error
@@ -46,11 +47,12 @@ const maxLength = 2000
 
 /**
  * A one-line description of an error or defect: `Tag: message` for tagged errors, the message for `Error`s,
- * JSON for plain values; at most 2,000 characters.
+ * JSON for plain values; at most 2,000 characters. What the item's `error` column and the deriver's logs hold.
  *
- * @since 0.1.0
+ * @since 0.3.0
+ * @category rendering
  */
-export const describe = (error: unknown): string => {
+export const errorText = (error: unknown): string => {
   let text: string
   if (Predicate.hasProperty(error, "message") && typeof error.message === "string") {
     const tag = Predicate.hasProperty(error, "_tag") && typeof error._tag === "string"
@@ -66,6 +68,16 @@ export const describe = (error: unknown): string => {
   }
   return text.length > maxLength ? `${text.slice(0, maxLength - 1)}…` : text
 }
+
+/**
+ * The former name of {@link errorText}: it shared its name with db-session's `Classify.describe`, which answered
+ * a different question ({code, message}) and is now `Classify.codeAndMessage`.
+ *
+ * @since 0.1.0
+ * @category rendering
+ * @deprecated Use {@link errorText}; removed in the next minor release.
+ */
+export const describe: (error: unknown) => string = errorText
 
 const safeJson = (value: unknown): string => {
   const seen = new WeakSet<object>()

@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import { withoutComments } from "./Source.ts"
 
 /**
  * What the code (comments removed) may not contain: an identifier or word with retry or back-off in it
@@ -26,10 +27,6 @@ export const retryLibraries: ReadonlyArray<string> = [
   "retry",
   "ts-retry-promise"
 ]
-
-/** Source text without its comments (block and line comments; string contents are kept). */
-const withoutComments = (source: string): string =>
-  source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/(^|[^:"'`])\/\/.*$/gm, "$1")
 
 /**
  * The forbidden words of one source file, with the line each is on (1-based).
