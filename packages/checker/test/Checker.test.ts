@@ -3,7 +3,7 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig, Handlers, Queue } from "@resilience/deriver"
 import type { Queue as QueueItem } from "@resilience/deriver"
-import { Domain, Messages, Representation, Terms, Workspaces } from "@resilience/domain"
+import { Domain, Messages, RepresentationTask, Terms, Workspaces } from "@resilience/domain"
 import { SchemaName } from "@resilience/schema"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, References } from "effect"
@@ -58,13 +58,13 @@ const workload = (schema: SchemaName.SchemaName, history: History.History, clien
 /** Every 100th message of a (session, peer), folded by the real handler and then taken out again. */
 const skipEvery100th = (schema: SchemaName.SchemaName): Handlers.Handlers<DbSession> => {
   const skipped = new Set<string>()
-  const real = Representation.handler(schema)
+  const real = RepresentationTask.handler(schema)
   const t = (name: string) => SchemaName.qualify(schema, name)
   return Handlers.make({
     [Messages.representationTask]: (item: QueueItem.Item) =>
       Effect.gen(function*() {
         yield* real(item)
-        const { peer, session, workspace } = item.payload as Representation.Payload
+        const { peer, session, workspace } = item.payload as RepresentationTask.Payload
         const db = yield* DbSession
         const folded = yield* db.query<{ seq: string; content: string }>(
           `SELECT m.seq::text AS seq, m.content FROM ${t("messages")} m

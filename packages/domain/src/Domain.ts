@@ -10,7 +10,7 @@ import type { SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
 import * as DomainSchema from "./DomainSchema.ts"
 import * as Messages from "./Messages.ts"
-import * as Representation from "./Representation.ts"
+import * as RepresentationTask from "./RepresentationTask.ts"
 
 /**
  * The migration components, in order: the deriver's queue, then the domain.
@@ -29,9 +29,9 @@ export const migrate = (schema: SchemaName.SchemaName): Effect.Effect<void, DbEr
   Effect.asVoid(Migrator.run(schema, components))
 
 /**
- * The deriver's handlers for a schema: `representation` → {@link Representation.handler}.
+ * The deriver's handlers for a schema: `representation` → {@link RepresentationTask.handler}.
  *
  * @since 0.1.0
  */
 export const handlers = (schema: SchemaName.SchemaName): Handlers.Handlers<DbSession> =>
-  Handlers.make({ [Messages.representationTask]: Representation.handler(schema) })
+  Handlers.make({ [Messages.representationTask]: RepresentationTask.handler(schema) })

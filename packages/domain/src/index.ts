@@ -48,11 +48,12 @@ export * as QueueStatus from "./QueueStatus.ts"
 export * as Representations from "./Representations.ts"
 
 /**
- * The `representation` task: folding a peer's new messages into its representation.
+ * The `representation` task: folding a peer's new messages into its representation (formerly `Representation`,
+ * beside `Representations`, the reading: one name, one meaning).
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export * as Representation from "./Representation.ts"
+export * as RepresentationTask from "./RepresentationTask.ts"
 
 /**
  * The terms of a text, as the representation counts them.

@@ -11,7 +11,7 @@ import { TestDatabase } from "@resilience/test-db"
 import { Deferred, Effect, Fiber, Layer, Option, References } from "effect"
 import * as DomainSchema from "../src/DomainSchema.ts"
 import { Domain, Messages, Representations, Workspaces } from "../src/index.ts"
-import * as Representation from "../src/Representation.ts"
+import * as RepresentationTask from "../src/RepresentationTask.ts"
 
 const Database = TestDatabase.layerWith((database) =>
   DbSession.layer({ url: database.url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 8, driver: "pg" })
@@ -60,12 +60,12 @@ layer(Database, { excludeTestServices: true })("commit order (PostgreSQL)", (it)
       )
       const bState = yield* settled(b)
       // The deriver folds what is committed now: B's message when B could commit before A.
-      const foldedWhileOpen = yield* Representation.derive(schema, payload)
+      const foldedWhileOpen = yield* RepresentationTask.derive(schema, payload)
       yield* Deferred.succeed(commit, undefined)
       yield* Fiber.join(a)
       yield* Fiber.join(b)
-      const foldedAfter = yield* Representation.derive(schema, payload)
-      const again = yield* Representation.derive(schema, payload)
+      const foldedAfter = yield* RepresentationTask.derive(schema, payload)
+      const again = yield* RepresentationTask.derive(schema, payload)
       const alice = Option.getOrThrow(yield* Representations.get(schema, "acme", "alice"))
       assert.deepStrictEqual(
         { bState, folded: foldedWhileOpen + foldedAfter, again, messageCount: alice.messageCount },
@@ -100,7 +100,7 @@ layer(Database, { excludeTestServices: true })("commit order (PostgreSQL)", (it)
       )
       const progress = yield* db.query<{ last_seq: string }>(`SELECT last_seq::text FROM ${t("peer_session_progress")}`)
       yield* Messages.append(old, "acme", "s1", [{ peer: "alice", content: "four pears" }])
-      const folded = yield* Representation.derive(old, payload)
+      const folded = yield* RepresentationTask.derive(old, payload)
       const stored = yield* db.query<{ seq: string }>(
         `SELECT seq::text AS seq FROM ${t("messages")} WHERE peer = 'alice' ORDER BY id`
       )

@@ -7,7 +7,7 @@ import { TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Option, References, Scope } from "effect"
 import { Domain, Messages, QueueStatus, Representations, Workspaces } from "../src/index.ts"
 import * as Names from "../src/Names.ts"
-import * as Representation from "../src/Representation.ts"
+import * as RepresentationTask from "../src/RepresentationTask.ts"
 
 const Database = TestDatabase.layerWith((database) =>
   DbSession.layer({
@@ -155,7 +155,7 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
       // More messages in another session fold in; repeating a task adds nothing twice.
       yield* Messages.append(schema, "acme", "s2", [{ peer: "alice", content: "mountains again" }])
       yield* runDeriverUntilIdle
-      yield* Representation.derive(schema, { workspace: "acme", session: "s2", peer: "alice" })
+      yield* RepresentationTask.derive(schema, { workspace: "acme", session: "s2", peer: "alice" })
       const later = Option.getOrThrow(yield* Representations.get(schema, "acme", "alice"))
       assert.strictEqual(later.messageCount, 3)
       assert.strictEqual(later.sessionCount, 2)
@@ -171,7 +171,7 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
         Array.from({ length: 50 }, (_, i) => ({ peer: "carol", content: `note ${i} about rivers` }))
       )
       const payload = { workspace: "acme", session: "s3", peer: "carol" }
-      const folded = yield* Effect.all(Array.from({ length: 5 }, () => Representation.derive(schema, payload)), {
+      const folded = yield* Effect.all(Array.from({ length: 5 }, () => RepresentationTask.derive(schema, payload)), {
         concurrency: "unbounded"
       })
       assert.strictEqual(folded.reduce((a, b) => a + b, 0), 50)
@@ -183,7 +183,12 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
   it.effect("a malformed task payload is a handler failure, not a defect", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(
-        Representation.handler(schema)({ id: "1", workUnitKey: "x", taskType: "representation", payload: { nope: 1 } })
+        RepresentationTask.handler(schema)({
+          id: "1",
+          workUnitKey: "x",
+          taskType: "representation",
+          payload: { nope: 1 }
+        })
       )
       assert.isTrue(Exit.isFailure(exit))
       assert.include(String(exit), "InvalidPayload")
