@@ -34,8 +34,8 @@ export const shared = (overrides: ViteUserConfig["test"] = {}) =>
         // Node's own `import` instead of Vite's module runner: the workers load the TypeScript sources as the apps
         // do (`node --conditions=@resilience/source`, types stripped, Node's compile cache), with no transform in
         // Vitest's process and no transform cache keyed by the checkout's path. The tests use no `vi.mock` and no
-        // `import.meta.vitest`, so Vitest's loader hooks are off too. Caches emptied, alternating runs: 169 and
-        // 170 s of wall against 176 and 183 s with the module runner (docs/results/test-suite.md).
+        // `import.meta.vitest`, so Vitest's loader hooks are off too. Measured against the module runner, caches
+        // emptied, alternating runs: docs/results/test-suite.md.
         experimental: { viteModuleRunner: false, nodeLoader: false },
         execArgv: [`--conditions=${source}`],
         // One worker process runs file after file with its module cache kept (no fork and re-import of Effect and

@@ -129,7 +129,7 @@ const copyDirectory = (from: string, to: string) =>
  * The name of the template for these binaries: a digest of what `initdb` and `postgres` contain, the default
  * password and the flags. Not their paths or times: every checkout and every `npm ci` of the same PostgreSQL
  * shares one template (keyed by the `initdb` path, each worktree and fresh clone left its own 31 MB behind), and
- * another version gets its own. Computed once per process (~30 ms for the two files).
+ * another version gets its own. Computed once per process (it reads both binaries).
  */
 export const templateKey = (binaries: { readonly initdb: string; readonly postgres: string }): string => {
   const files = `${binaries.initdb}\0${binaries.postgres}`
@@ -146,7 +146,7 @@ const templateKeys = new Map<string, string>()
 
 /**
  * A data directory `initdb` made once for this machine's binaries ({@link templateKey}), in `Orphans.templates`:
- * a new cluster copies it instead of running `initdb` (about 1.4 s of CPU each). It is built in a directory of
+ * a new cluster copies it instead of running `initdb` (whose CPU per cluster docs/results/test-suite.md gives). It is built in a directory of
  * this process (reaped if the process dies half-way) and renamed into place, so concurrent starts in other
  * processes either see a complete template or build their own, and the first rename wins.
  */

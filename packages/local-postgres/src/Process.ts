@@ -23,8 +23,8 @@ let lookedUp: { readonly uid: number; readonly gid: number } | undefined | null 
 /**
  * The unprivileged account servers run as when the process runs as root (PostgreSQL and PgBouncer refuse
  * root): `postgres`, created as a system account when the machine has none. Looked up once per process: each
- * lookup spawned three `id` processes, and a spawn from a test worker costs ~15-30 ms of CPU on a 2-core VM
- * (~280 of them in a run of the test suite, docs/results/test-suite.md).
+ * lookup spawned three `id` processes, and the test suite's spawns were a measured share of its CPU
+ * (docs/results/test-suite.md).
  */
 export const serviceAccount = (): { readonly uid: number; readonly gid: number } | undefined => {
   if (lookedUp !== null) return lookedUp

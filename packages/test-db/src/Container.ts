@@ -1,7 +1,7 @@
 /**
  * A PostgreSQL container through testcontainers, for machines that have a container engine. testcontainers is
  * loaded when a container starts, not with this module: every test process that imports this package would
- * otherwise load it (and dockerode, gRPC, protobuf) for ~0.8 s of CPU, on machines that start no container.
+ * otherwise load it (and dockerode, gRPC, protobuf), CPU spent on machines that start no container.
  */
 import { Process } from "@resilience/local-postgres"
 import { Effect } from "effect"

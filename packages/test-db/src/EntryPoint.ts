@@ -13,7 +13,7 @@ export const root = fileURLToPath(new URL("../../../", import.meta.url))
 
 /**
  * `NODE_COMPILE_CACHE` when this run has one (`npm test` sets it), for a test to pass to the processes it starts:
- * they skip compiling the modules an earlier process compiled (~0.4 s of CPU each) and do nothing else
+ * they skip compiling the modules an earlier process compiled (docs/results/test-suite.md) and do nothing else
  * differently.
  */
 export const compileCache: Readonly<Record<string, string>> = process.env.NODE_COMPILE_CACHE === undefined
