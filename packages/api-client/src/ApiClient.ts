@@ -26,6 +26,7 @@ import * as Transport from "./Transport.ts"
  * options, or a budget shared with other clients).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options extends RetryPolicy.Options {
   /** The API's base URL, `http://` or `https://`. */
@@ -38,6 +39,7 @@ export interface Options extends RetryPolicy.Options {
  * A token, as given or redacted.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Token = string | Redacted.Redacted<string>
 
@@ -46,6 +48,7 @@ export type Token = string | Redacted.Redacted<string>
  * resend after `ApiUnavailable`); without one, each call makes its own, reused by all its retries.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface WriteOptions {
   readonly idempotencyKey?: string | undefined
@@ -55,6 +58,7 @@ export interface WriteOptions {
  * The client.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ApiClient {
   /** `POST /v1/workspaces` with the admin token. */
@@ -116,6 +120,7 @@ const statusOf = (u: unknown): number | undefined => {
  * The typed error of a failed call.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const toClientError = (endpoint: string, error: unknown): ClientError => {
   if (error instanceof ApiUnavailable) return error
@@ -159,6 +164,7 @@ const bearer = (request: HttpClientRequest.HttpClientRequest) =>
  * `InvalidParameter` naming the option and what is allowed.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   options: Options

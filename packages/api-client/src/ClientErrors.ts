@@ -16,6 +16,7 @@ import { Schema } from "effect"
  *   repeated safely.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const GaveUp = Schema.Literals([
   "BudgetExhausted",
@@ -28,6 +29,7 @@ export const GaveUp = Schema.Literals([
  * Why the client stopped retrying.
  *
  * @since 0.1.0
+ * @category models
  */
 export type GaveUp = typeof GaveUp.Type
 
@@ -36,6 +38,7 @@ export type GaveUp = typeof GaveUp.Type
  * the connection failed (`status` undefined).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ApiUnavailable extends Schema.TaggedError<ApiUnavailable>()("ApiUnavailable", {
   endpoint: Schema.String,
@@ -55,6 +58,7 @@ export class ApiUnavailable extends Schema.TaggedError<ApiUnavailable>()("ApiUna
  * opaque 500; retrying the same request cannot help.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ApiRejected extends Schema.TaggedError<ApiRejected>()("ApiRejected", {
   endpoint: Schema.String,
@@ -70,6 +74,7 @@ export class ApiRejected extends Schema.TaggedError<ApiRejected>()("ApiRejected"
  * No token (401), or a token that does not grant this request (403).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class ApiUnauthorized extends Schema.TaggedError<ApiUnauthorized>()("ApiUnauthorized", {
   endpoint: Schema.String,
@@ -85,5 +90,6 @@ export class ApiUnauthorized extends Schema.TaggedError<ApiUnauthorized>()("ApiU
  * Every failure of a call.
  *
  * @since 0.1.0
+ * @category models
  */
 export type ClientError = ApiUnavailable | ApiRejected | ApiUnauthorized

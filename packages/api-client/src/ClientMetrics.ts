@@ -13,6 +13,7 @@ const counter = (name: string, description: string) => Metric.counter(name, { de
  * `rejected`, `unauthorized`).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const requestsTotal = counter(
   "api_client_requests_total",
@@ -23,6 +24,7 @@ export const requestsTotal = counter(
  * `api_client_retries_total{endpoint, cause}`: retries by cause (`503`, `connection`).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const retriesTotal = counter("api_client_retries_total", "Retries of the API client, by endpoint and cause")
 
@@ -31,6 +33,7 @@ export const retriesTotal = counter("api_client_retries_total", "Retries of the 
  * reason (`BudgetExhausted`, `AttemptsExhausted`, `RetryAfterBeyondCap`, `NotSafeToRepeat`).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const gaveUpTotal = counter(
   "api_client_gave_up_total",
@@ -41,6 +44,7 @@ export const gaveUpTotal = counter(
  * `api_client_retry_delay_seconds`: the waits before retries.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const retryDelaySeconds = Metric.histogram("api_client_retry_delay_seconds", {
   description: "Waits of the API client before a retry",

@@ -12,6 +12,7 @@ import type { Redacted } from "effect"
  * The current call.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Call {
   readonly endpoint: string
@@ -26,6 +27,7 @@ export interface Call {
  * The current call; outside a call of the client, an anonymous one.
  *
  * @since 0.1.0
+ * @category services
  */
 export const CurrentCall = Context.Reference<Call>("@resilience/api-client/CurrentCall", {
   defaultValue: () => ({ endpoint: "request", token: undefined, keyHonoured: false, idempotencyKey: undefined })

@@ -15,6 +15,7 @@ import { Effect, Metric, Ref } from "effect"
  * Options of a budget.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   /** Tokens the bucket holds (and starts with): the burst of retries allowed before any request (default 10). */
@@ -27,6 +28,7 @@ export interface Options {
  * The defaults: 10 tokens, 10 % of requests.
  *
  * @since 0.1.0
+ * @category defaults
  */
 export const defaults = { maxTokens: 10, ratio: 0.1 } as const
 
@@ -34,6 +36,7 @@ export const defaults = { maxTokens: 10, ratio: 0.1 } as const
  * A budget.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RetryBudget {
   readonly maxTokens: number
@@ -50,6 +53,7 @@ export interface RetryBudget {
  * `api_client_retry_budget_tokens`: tokens left in the budget after its last change.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const balanceGauge = Metric.gauge("api_client_retry_budget_tokens", {
   description: "Tokens left in the API client's retry budget"
@@ -59,6 +63,7 @@ export const balanceGauge = Metric.gauge("api_client_retry_budget_tokens", {
  * Validates the options: `maxTokens` an integer in [0, 1000000], `ratio` a number in (0, 1].
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const settings = (
   options: Options = {}
@@ -86,6 +91,7 @@ export const settings = (
  * A full budget.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<RetryBudget, InvalidParameter.InvalidParameter> =>
   Effect.gen(function*() {

@@ -12,6 +12,7 @@ import { Duration, Effect } from "effect"
  * Options of the retries.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   /** Attempts of one logical request, the first included: an integer in [1, 100] (default 5). */
@@ -29,6 +30,7 @@ export interface Options {
  * Validated options, in milliseconds.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Settings {
   readonly maxAttempts: number
@@ -39,6 +41,7 @@ export interface Settings {
  * The defaults: 5 attempts, 250 ms base, 30 s cap.
  *
  * @since 0.1.0
+ * @category defaults
  */
 export const defaults = { maxAttempts: 5, baseDelay: Duration.millis(250), maxDelay: Duration.seconds(30) } as const
 
@@ -46,6 +49,7 @@ export const defaults = { maxAttempts: 5, baseDelay: Duration.millis(250), maxDe
  * Validates the options (`maxAttempts` an integer in [1, 100], `baseDelay` > 0, `maxDelay` ≥ `baseDelay`).
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const settings = (options: Options = {}): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
   Effect.gen(function*() {
@@ -73,6 +77,7 @@ export const settings = (options: Options = {}): Effect.Effect<Settings, Invalid
  * floor: the caller gives up when the floor itself exceeds the cap (see {@link beyondCap}).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const delayFrom = (retry: number, floorMillis: number, settings: Settings, u: number): number =>
   Math.max(
@@ -84,6 +89,7 @@ export const delayFrom = (retry: number, floorMillis: number, settings: Settings
  * Whether the server asked for a wait longer than the cap.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const beyondCap = (floorMillis: number, settings: Settings): boolean => floorMillis > settings.jitter.capMillis
 
@@ -92,6 +98,7 @@ export const beyondCap = (floorMillis: number, settings: Settings): boolean => f
  * when absent or unreadable (then only the jitter applies).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const retryAfterMillis = (header: string | undefined, nowMillis: number): number | undefined => {
   if (header === undefined) return undefined
@@ -108,6 +115,7 @@ const idempotentMethods: ReadonlySet<string> = new Set(["GET", "HEAD", "OPTIONS"
  * idempotent method, or a write whose endpoint honours its `Idempotency-Key`.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const safeToRepeat = (method: string, keyHonoured: boolean): boolean =>
   idempotentMethods.has(method.toUpperCase()) || keyHonoured

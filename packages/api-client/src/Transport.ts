@@ -21,6 +21,7 @@ import * as RetryPolicy from "./RetryPolicy.ts"
  * The header of the idempotency key.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const idempotencyKeyHeader = "idempotency-key"
 
@@ -45,6 +46,7 @@ interface Refusal {
  * Wraps an `HttpClient` with the retries.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (
   client: HttpClient.HttpClient,

@@ -17,6 +17,7 @@ import { AdminAuth, WorkspaceAuth } from "./Security.ts"
  * Most messages accepted in one request.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const maxMessagesPerRequest = 100
 
@@ -26,6 +27,7 @@ const described = <S extends Schema.Top>(schema: S, description: string) => sche
  * `POST /v1/workspaces` body.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const CreateWorkspace = Schema.Struct({
   name: described(Names.WorkspaceName, "1–64 characters of A–Z, a–z, 0–9, _ and -, starting with a letter or digit")
@@ -35,6 +37,7 @@ export const CreateWorkspace = Schema.Struct({
  * `POST …/messages` body: 1 to {@link maxMessagesPerRequest} messages.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const AppendMessages = Schema.Struct({
   messages: Schema.Array(Model.NewMessage).check(Schema.isMinLength(1), Schema.isMaxLength(maxMessagesPerRequest))
@@ -44,6 +47,7 @@ export const AppendMessages = Schema.Struct({
  * `/healthz` and `/readyz` body.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Status = Schema.Struct({ status: Schema.String })
 
@@ -51,6 +55,7 @@ export const Status = Schema.Struct({ status: Schema.String })
  * Admin: creating workspaces.
  *
  * @since 0.1.0
+ * @category models
  */
 export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
@@ -70,6 +75,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
  * concurrent duplicates store once; the same key with another body is a 422.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const AppendHeaders = Schema.Struct({
   "idempotency-key": Schema.optional(
@@ -86,6 +92,7 @@ const WorkspaceParams = { workspace: described(Names.WorkspaceName, "workspace n
  * A workspace's routes, under its own token.
  *
  * @since 0.1.0
+ * @category models
  */
 export class WorkspaceGroup extends HttpApiGroup.make("workspace")
   .add(
@@ -115,6 +122,7 @@ export class WorkspaceGroup extends HttpApiGroup.make("workspace")
  * Health, readiness and metrics.
  *
  * @since 0.1.0
+ * @category models
  */
 export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
   .add(
@@ -137,6 +145,7 @@ export class SystemGroup extends HttpApiGroup.make("system", { topLevel: true })
  * unavailable, with Retry-After) and 500 (opaque).
  *
  * @since 0.1.0
+ * @category models
  */
 export class Api extends HttpApi.make("resilience-api")
   .add(AdminGroup)

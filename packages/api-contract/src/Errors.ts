@@ -13,6 +13,7 @@ const ErrorBody = { detail: Schema.String }
  * 401: no bearer token.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Unauthorized extends Schema.Error<Unauthorized>("@resilience/api-app/Unauthorized")(ErrorBody, {
   httpApiStatus: 401,
@@ -23,6 +24,7 @@ export class Unauthorized extends Schema.Error<Unauthorized>("@resilience/api-ap
  * 403: a bearer token that does not grant this request (another workspace's token, a wrong admin token).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Forbidden extends Schema.Error<Forbidden>("@resilience/api-app/Forbidden")(ErrorBody, {
   httpApiStatus: 403,
@@ -33,6 +35,7 @@ export class Forbidden extends Schema.Error<Forbidden>("@resilience/api-app/Forb
  * 404: no such workspace, or nothing derived yet for this peer.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class NotFound extends Schema.Error<NotFound>("@resilience/api-app/NotFound")(ErrorBody, {
   httpApiStatus: 404,
@@ -43,6 +46,7 @@ export class NotFound extends Schema.Error<NotFound>("@resilience/api-app/NotFou
  * 409: a workspace with this name exists already.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Conflict")(ErrorBody, {
   httpApiStatus: 409,
@@ -54,6 +58,7 @@ export class Conflict extends Schema.Error<Conflict>("@resilience/api-app/Confli
  * retention window.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class IdempotencyKeyReused
   extends Schema.Error<IdempotencyKeyReused>("@resilience/api-app/IdempotencyKeyReused")(ErrorBody, {

@@ -14,6 +14,7 @@ import { Forbidden, Unauthorized } from "./Errors.ts"
  * database checkout as the request's work).
  *
  * @since 0.1.0
+ * @category services
  */
 export class BearerToken extends Context.Service<BearerToken, Redacted.Redacted<string>>()(
   "@resilience/api-app/BearerToken"
@@ -23,6 +24,7 @@ export class BearerToken extends Context.Service<BearerToken, Redacted.Redacted<
  * The admin bearer token (`API_ADMIN_TOKEN`): required to create workspaces.
  *
  * @since 0.1.0
+ * @category middleware
  */
 export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth>()("@resilience/api-app/AdminAuth", {
   security: { admin: HttpApiSecurity.bearer },
@@ -34,6 +36,7 @@ export class AdminAuth extends HttpApiMiddleware.Service<AdminAuth>()("@resilien
  * A workspace's own bearer token (returned when the workspace was created): required for its routes.
  *
  * @since 0.1.0
+ * @category middleware
  */
 export class WorkspaceAuth extends HttpApiMiddleware.Service<WorkspaceAuth, { provides: BearerToken }>()(
   "@resilience/api-app/WorkspaceAuth",

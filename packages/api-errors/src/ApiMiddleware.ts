@@ -20,6 +20,7 @@ import * as RetryAfter from "./RetryAfter.ts"
  * The 503 body, `{"detail":"database temporarily unavailable"}`; the response also carries `Retry-After`.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class DatabaseTemporarilyUnavailable extends Schema.Error<DatabaseTemporarilyUnavailable>(
   "@resilience/api-errors/DatabaseTemporarilyUnavailable"
@@ -34,6 +35,7 @@ export class DatabaseTemporarilyUnavailable extends Schema.Error<DatabaseTempora
  * The opaque 500 body, `{"detail":"An unexpected error occurred"}`.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class UnexpectedError extends Schema.Error<UnexpectedError>("@resilience/api-errors/UnexpectedError")({
   detail: Schema.Literal(ErrorResponse.unexpectedDetail)
@@ -48,6 +50,7 @@ export class UnexpectedError extends Schema.Error<UnexpectedError>("@resilience/
  * errors pass through to their encoders.
  *
  * @since 0.1.0
+ * @category middleware
  */
 export class DatabaseErrors extends HttpApiMiddleware.Service<DatabaseErrors>()(
   "@resilience/api-errors/DatabaseErrors",
@@ -58,6 +61,7 @@ export class DatabaseErrors extends HttpApiMiddleware.Service<DatabaseErrors>()(
  * The server side of {@link DatabaseErrors}, with a `Retry-After` policy (default: 1 second).
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options?: { readonly retryAfter?: RetryAfter.RetryAfter | undefined }): Layer.Layer<
   DatabaseErrors
@@ -71,6 +75,7 @@ export const layer = (options?: { readonly retryAfter?: RetryAfter.RetryAfter | 
  * ({@link RetryAfter.config}).
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerConfig = (names: RetryAfter.Names): Layer.Layer<DatabaseErrors, Config.ConfigError> =>
   Layer.unwrap(

@@ -13,6 +13,7 @@ import * as RetryAfter from "./RetryAfter.ts"
  * Body of every 503 for an unavailable database.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const unavailableDetail = "database temporarily unavailable"
 
@@ -20,6 +21,7 @@ export const unavailableDetail = "database temporarily unavailable"
  * Body of every 500: nothing about what went wrong leaves the server.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const unexpectedDetail = "An unexpected error occurred"
 
@@ -35,6 +37,7 @@ export const unexpectedDetail = "An unexpected error occurred"
  *   turned into a 4xx (500).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Classification =
   | { readonly kind: "Unavailable"; readonly reason: string }
@@ -46,6 +49,7 @@ export type Classification =
  * The HTTP answer for a failure: status, headers (lower-case names) and the JSON body.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ErrorResponse {
   readonly status: 500 | 503
@@ -59,6 +63,7 @@ export interface ErrorResponse {
  * across two copies of those packages.
  *
  * @since 0.1.0
+ * @category guards
  */
 export const isDbError = (u: unknown): boolean => Classify.isDbError(u) || isShed(u)
 
@@ -69,6 +74,7 @@ export const isDbError = (u: unknown): boolean => Classify.isDbError(u) || isShe
  * neither package depends on the other.
  *
  * @since 0.2.0
+ * @category guards
  */
 export const isShed = (u: unknown): u is { readonly _tag: "AdmissionShed"; readonly reason: string } =>
   typeof u === "object" && u !== null && "_tag" in u && u._tag === "AdmissionShed" && "reason" in u &&
@@ -78,6 +84,7 @@ export const isShed = (u: unknown): u is { readonly _tag: "AdmissionShed"; reado
  * Whether the answer to a failure is a 503: the database is unavailable, or the statement failed transiently.
  *
  * @since 0.2.0
+ * @category guards
  */
 export const isTemporary = (u: unknown): boolean => {
   const { kind } = classify(u)
@@ -91,6 +98,7 @@ export const isTemporary = (u: unknown): boolean => {
  * not come back while the circuit would shed it anyway.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const shedRetryAfterSeconds = (cause: Cause.Cause<unknown>): number => {
   let millis = 0
@@ -127,6 +135,7 @@ const rank = (classification: Classification | undefined): number =>
  * everything else.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const classify = (failure: unknown): Classification => {
   if (!Cause.isCause(failure)) return ofValue(failure) ?? { kind: "Unexpected" }
@@ -147,6 +156,7 @@ export const classify = (failure: unknown): Classification => {
  * The 503 for an unavailable database, with `Retry-After` set to `retryAfterSeconds`.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const unavailable = (retryAfterSeconds: number): ErrorResponse => ({
   status: 503,
@@ -158,6 +168,7 @@ export const unavailable = (retryAfterSeconds: number): ErrorResponse => ({
  * The opaque 500.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const unexpected: ErrorResponse = {
   status: 500,
@@ -177,6 +188,7 @@ export const unexpected: ErrorResponse = {
  * ```
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const fromFailure = (
   failure: unknown,
@@ -196,5 +208,6 @@ export const fromFailure = (
  * The body as the JSON text to send.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const bodyText = (self: ErrorResponse): string => JSON.stringify(self.body)

@@ -23,6 +23,7 @@ import * as RetryAfter from "./RetryAfter.ts"
  *   errors, anywhere in the cause, and defects that cannot answer for themselves.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   readonly retryAfter?: RetryAfter.RetryAfter | undefined
@@ -34,6 +35,7 @@ export interface Options {
  * `Misconfigured` or `Unexpected` for 500).
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const responsesTotal = Metric.counter("api_error_responses_total", {
   description: "Error responses written by @resilience/api-errors, by status and kind",
@@ -89,6 +91,7 @@ const recordOnSpan = (attributes: Record<string, unknown>, exception?: Cause.Cau
  * level with the full cause), records the outcome on the current span and counts it in {@link responsesTotal}.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const respond = (
   cause: Cause.Cause<unknown>,
@@ -130,6 +133,7 @@ export const respond = (
  * not as the `middleware` argument of `serve`, which runs after the response is chosen.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const handle =
   (options?: Options) =>
@@ -148,6 +152,7 @@ export const handle =
  * The tags of `@resilience/db-session`'s errors, and of a request `@resilience/admission` shed.
  *
  * @since 0.1.0
+ * @category models
  */
 export type DbErrorTag = DbError["_tag"] | "AdmissionShed"
 
@@ -160,6 +165,7 @@ export type DbErrorTag = DbError["_tag"] | "AdmissionShed"
  * log.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const orDieDbErrors = <A, E, R>(
   self: Effect.Effect<A, E, R>
@@ -175,6 +181,7 @@ export const orDieDbErrors = <A, E, R>(
  * gets the mapping with `answers: "all"`.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerRouter = (options?: {
   readonly retryAfter?: RetryAfter.RetryAfter | undefined
@@ -186,6 +193,7 @@ export const layerRouter = (options?: {
  * ({@link RetryAfter.config}).
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerRouterConfig = (
   names: RetryAfter.Names

@@ -13,6 +13,7 @@ import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse 
  * The 413 for a body above `maxBodyBytes`.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const tooLarge = (maxBodyBytes: number): HttpServerResponse.HttpServerResponse =>
   HttpServerResponse.text(JSON.stringify({ detail: `Request body exceeds ${maxBodyBytes} bytes` }), {
@@ -37,6 +38,7 @@ const bodyTooLargeIn = (cause: Cause.Cause<unknown>): boolean =>
  * Applies the limit to an HTTP app.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const limit = (options: { readonly maxBodyBytes: number }) =>
 <E, R>(
@@ -58,6 +60,7 @@ export const limit = (options: { readonly maxBodyBytes: number }) =>
  * The limit as global `HttpRouter` middleware.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layerRouter = (options: {
   readonly maxBodyBytes: number

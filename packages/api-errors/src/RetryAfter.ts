@@ -12,6 +12,7 @@ import { Config, Effect, Random, Schema } from "effect"
  * (both inclusive). `minSeconds === maxSeconds` is a fixed value.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RetryAfter {
   readonly minSeconds: number
@@ -22,6 +23,7 @@ export interface RetryAfter {
  * The largest `Retry-After` this package accepts: one day. A larger value is almost certainly a unit mistake.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const maxAllowedSeconds = 86_400
 
@@ -34,6 +36,7 @@ const invalid = (parameter: string, value: unknown, allowed: string) =>
  * Validates a policy: integer seconds in [0, 86400], and `maxSeconds` (default: `seconds`) not below `seconds`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: {
   readonly seconds: number
@@ -54,6 +57,7 @@ export const make = (options: {
  * A fixed `Retry-After`. Throws on a value that {@link make} would reject: meant for constants.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const fixed = (seconds: number): RetryAfter => {
   if (!isSeconds(seconds)) {
@@ -66,6 +70,7 @@ export const fixed = (seconds: number): RetryAfter => {
  * The default of the reference service: `Retry-After: 1`.
  *
  * @since 0.1.0
+ * @category defaults
  */
 export const defaultPolicy: RetryAfter = { minSeconds: 1, maxSeconds: 1 }
 
@@ -74,6 +79,7 @@ export const defaultPolicy: RetryAfter = { minSeconds: 1, maxSeconds: 1 }
  * Pure, for servers that bring their own randomness.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const fromUniform = (self: RetryAfter, u: number): number => {
   const span = self.maxSeconds - self.minSeconds + 1
@@ -84,6 +90,7 @@ export const fromUniform = (self: RetryAfter, u: number): number => {
  * Draws the seconds for one response from Effect's `Random` service (seed it in tests).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const draw = (self: RetryAfter): Effect.Effect<number> =>
   self.minSeconds === self.maxSeconds
@@ -97,6 +104,7 @@ const Seconds = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: maxAllo
  * repository's API passes `API_RETRY_AFTER_SECONDS` and `API_RETRY_AFTER_MAX_SECONDS`).
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Names {
   /** Integer seconds, the minimum; default {@link defaultPolicy}'s. */
@@ -111,6 +119,7 @@ export interface Names {
  * minimum, is a `ConfigError` that names the variable.
  *
  * @since 0.2.0
+ * @category config
  */
 export const config = (names: Names): Config.Config<RetryAfter> =>
   Config.all({

@@ -14,6 +14,7 @@ import type { HttpApiError } from "effect/http-api"
  * One problem with a request: where (`["body", "messages", 0, "peer"]`) and what.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Issue = Schema.Struct({
   path: Schema.Array(Schema.Union([Schema.String, Schema.Number])),
@@ -24,6 +25,7 @@ export const Issue = Schema.Struct({
  * The 400 body: a one-line `detail` naming the first problem, and every problem in `errors`.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class InvalidRequest extends Schema.Error<InvalidRequest>("@resilience/api-errors/InvalidRequest")({
   detail: Schema.String,
@@ -39,6 +41,7 @@ export class InvalidRequest extends Schema.Error<InvalidRequest>("@resilience/ap
  * opaque 500s.
  *
  * @since 0.1.0
+ * @category middleware
  */
 export class RequestValidation extends HttpApiMiddleware.Service<RequestValidation>()(
   "@resilience/api-errors/RequestValidation",
@@ -65,6 +68,7 @@ const pathText = (path: ReadonlyArray<string | number>): string =>
  * The {@link InvalidRequest} for a decoding failure of one request slot.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const fromSchemaError = (error: HttpApiError.HttpApiSchemaError): InvalidRequest => {
   const slot = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
@@ -88,6 +92,7 @@ export const fromSchemaError = (error: HttpApiError.HttpApiSchemaError): Invalid
  * The server side of {@link RequestValidation}.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer: Layer.Layer<RequestValidation> = HttpApiMiddleware.layerSchemaErrorTransform(
   RequestValidation,

@@ -14,6 +14,7 @@ import { Duration, Effect, Random } from "effect"
  * Startup delay for a uniform draw `u` in [0, 1): `u × maxMillis`, uniform in [0, maxMillis).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const startupDelayFrom = (maxMillis: number, u: number): number => u * maxMillis
 
@@ -22,6 +23,7 @@ export const startupDelayFrom = (maxMillis: number, u: number): number => u * ma
  * (clamped, so floating-point rounding never leaves that band). Ratio 0 returns `millis` unchanged.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const jitterFrom = (millis: number, ratio: number, u: number): number => {
   if (ratio === 0) return millis
@@ -38,6 +40,7 @@ export const jitterFrom = (millis: number, ratio: number, u: number): number => 
  * validate configuration up front with {@link Parameters.nonNegativeDuration}.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const startupDelay = (max: Duration.Input): Effect.Effect<Duration.Duration> =>
   Effect.flatMap(
@@ -54,6 +57,7 @@ export const startupDelay = (max: Duration.Input): Effect.Effect<Duration.Durati
  * ({@link InvalidParameter.InvalidParameter}): validate configuration up front with {@link Parameters.ratio}.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const jitter = (duration: Duration.Input, ratio: number): Effect.Effect<Duration.Duration> =>
   Effect.flatMap(

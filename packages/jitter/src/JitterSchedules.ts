@@ -20,6 +20,7 @@ import * as RetryJitter from "./RetryJitter.ts"
  * new `repeat` starts again at the base.
  *
  * @since 0.1.0
+ * @category schedules
  */
 export const pollBackoff = (
   options: PollBackoff.Options = {}
@@ -54,6 +55,7 @@ const retrySchedule = (
  * is the delay.
  *
  * @since 0.1.0
+ * @category schedules
  */
 export const fullJitter = (
   options: RetryJitter.Options
@@ -65,6 +67,7 @@ export const fullJitter = (
  * [0, that half). The output is the delay.
  *
  * @since 0.1.0
+ * @category schedules
  */
 export const equalJitter = (
   options: RetryJitter.Options
@@ -76,6 +79,7 @@ export const equalJitter = (
  * `previous = base`. The output is the delay.
  *
  * @since 0.1.0
+ * @category schedules
  */
 export const decorrelatedJitter = (
   options: RetryJitter.Options

@@ -17,6 +17,7 @@ import * as Jitter from "./Jitter.ts"
  * Poll backoff options; every field is optional and falls back to {@link defaults}.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   /** The base interval (> 0): the first sleep after a claim and the "all workers busy" sleep. */
@@ -35,6 +36,7 @@ export interface Options {
  * The defaults of the reference service: 1 s base, ×2, 30 s cap, enabled, ratio 0.5.
  *
  * @since 0.1.0
+ * @category defaults
  */
 export const defaults = {
   base: Duration.seconds(1),
@@ -48,6 +50,7 @@ export const defaults = {
  * Validated options, in milliseconds: the input of the pure state machine.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Settings {
   readonly baseMillis: number
@@ -61,6 +64,7 @@ export interface Settings {
  * Validates options (ratio in [0, 1], base > 0, max ≥ base, multiplier ≥ 1) into {@link Settings}.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const settings = (options: Options = {}): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
   Effect.gen(function*() {
@@ -75,6 +79,7 @@ export const settings = (options: Options = {}): Effect.Effect<Settings, Invalid
  * The state of the pure machine: the current, unjittered interval in milliseconds.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface State {
   readonly currentMillis: number
@@ -84,6 +89,7 @@ export interface State {
  * The initial state (and the state after a reset): the base interval.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const initial = (settings: Settings): State => ({ currentMillis: settings.baseMillis })
 
@@ -92,6 +98,7 @@ export const initial = (settings: Settings): State => ({ currentMillis: settings
  * is disabled.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const step = (state: State, settings: Settings): State =>
   settings.enabled
@@ -103,6 +110,7 @@ export const step = (state: State, settings: Settings): State =>
  * in milliseconds. Advancing is `sleepFrom` then {@link step}.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const sleepFrom = (state: State, settings: Settings, u: number): number =>
   Jitter.jitterFrom(state.currentMillis, settings.ratio, u)
@@ -111,6 +119,7 @@ export const sleepFrom = (state: State, settings: Settings, u: number): number =
  * The "all workers busy" sleep given a uniform draw `u` in [0, 1): the jittered base, in milliseconds.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const baseSleepFrom = (settings: Settings, u: number): number =>
   Jitter.jitterFrom(settings.baseMillis, settings.ratio, u)
@@ -119,6 +128,7 @@ export const baseSleepFrom = (settings: Settings, u: number): number =>
  * A poll backoff for one loop. Not shared between loops: each loop owns its own.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface PollBackoff {
   /** The validated settings. */
@@ -137,6 +147,7 @@ export interface PollBackoff {
  * Builds a poll backoff from validated {@link Settings}.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const fromSettings = (settings: Settings): Effect.Effect<PollBackoff> =>
   Effect.map(Ref.make(initial(settings)), (ref) => {
@@ -157,6 +168,7 @@ export const fromSettings = (settings: Settings): Effect.Effect<PollBackoff> =>
  * Validates the options and builds a poll backoff starting at the base interval.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: Options = {}): Effect.Effect<PollBackoff, InvalidParameter.InvalidParameter> =>
   Effect.flatMap(settings(options), fromSettings)

@@ -13,6 +13,7 @@ import { Effect } from "effect"
  * Options of the retry jitters: the base delay (> 0) and the cap (≥ base).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   readonly base: Duration.Input
@@ -23,6 +24,7 @@ export interface Options {
  * Validated options, in milliseconds.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Settings {
   readonly baseMillis: number
@@ -33,6 +35,7 @@ export interface Settings {
  * Validates options (base > 0, cap ≥ base) into {@link Settings}.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const settings = (options: Options): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
   Effect.gen(function*() {
@@ -45,6 +48,7 @@ export const settings = (options: Options): Effect.Effect<Settings, InvalidParam
  * The capped exponential envelope `min(cap, base × 2^attempt)` that full and equal jitter draw under.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const envelope = (attempt: number, settings: Settings): number =>
   Math.min(settings.capMillis, settings.baseMillis * 2 ** attempt)
@@ -54,6 +58,7 @@ export const envelope = (attempt: number, settings: Settings): number =>
  * occasionally retrying almost at once.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const fullFrom = (attempt: number, settings: Settings, u: number): number => u * envelope(attempt, settings)
 
@@ -61,6 +66,7 @@ export const fullFrom = (attempt: number, settings: Settings, u: number): number
  * Equal jitter: half the envelope plus uniform in [0, envelope / 2); never sleeps less than half the envelope.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const equalFrom = (attempt: number, settings: Settings, u: number): number => {
   const half = envelope(attempt, settings) / 2
@@ -72,6 +78,7 @@ export const equalFrom = (attempt: number, settings: Settings, u: number): numbe
  * (the base before the first retry). Grows from the last sleep rather than from the attempt count.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const decorrelatedFrom = (previousMillis: number, settings: Settings, u: number): number =>
   Math.min(settings.capMillis, settings.baseMillis + u * (3 * previousMillis - settings.baseMillis))

@@ -12,6 +12,7 @@ import * as Names from "./Names.ts"
  * Largest message content accepted, in characters.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const maxContentLength = 10_000
 
@@ -19,6 +20,7 @@ export const maxContentLength = 10_000
  * A created workspace and its token (shown once; only its hash is stored).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const CreatedWorkspace = Schema.Struct({ name: Schema.String, token: Schema.String })
 
@@ -26,6 +28,7 @@ export const CreatedWorkspace = Schema.Struct({ name: Schema.String, token: Sche
  * A created workspace and its token.
  *
  * @since 0.1.0
+ * @category models
  */
 export type CreatedWorkspace = typeof CreatedWorkspace.Type
 
@@ -33,6 +36,7 @@ export type CreatedWorkspace = typeof CreatedWorkspace.Type
  * One message to store: who wrote it and its content (1 to {@link maxContentLength} characters).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const NewMessage = Schema.Struct({
   peer: Names.PeerName.annotate({ description: "who wrote it: 1–128 characters of A–Z, a–z, 0–9, _, -, . and :" }),
@@ -53,6 +57,7 @@ export const NewMessage = Schema.Struct({
  * One message to store.
  *
  * @since 0.1.0
+ * @category models
  */
 export type NewMessage = typeof NewMessage.Type
 
@@ -60,6 +65,7 @@ export type NewMessage = typeof NewMessage.Type
  * What an append stored: the messages and the representation tasks enqueued for them.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Appended = Schema.Struct({ stored: Schema.Int, enqueued: Schema.Int })
 
@@ -67,6 +73,7 @@ export const Appended = Schema.Struct({ stored: Schema.Int, enqueued: Schema.Int
  * What an append stored.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Appended = typeof Appended.Type
 
@@ -78,6 +85,7 @@ export type Appended = typeof Appended.Type
  * - `errored`: done, marked with its handler's error.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const QueueStatus = Schema.Struct({
   pending: Schema.Int,
@@ -90,6 +98,7 @@ export const QueueStatus = Schema.Struct({
  * Item counts of one workspace.
  *
  * @since 0.1.0
+ * @category models
  */
 export type QueueStatus = typeof QueueStatus.Type
 
@@ -97,6 +106,7 @@ export type QueueStatus = typeof QueueStatus.Type
  * A term and how often the peer used it.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const TermCount = Schema.Struct({ term: Schema.String, count: Schema.Int })
 
@@ -104,6 +114,7 @@ export const TermCount = Schema.Struct({ term: Schema.String, count: Schema.Int 
  * A term and how often the peer used it.
  *
  * @since 0.1.0
+ * @category models
  */
 export type TermCount = typeof TermCount.Type
 
@@ -112,6 +123,7 @@ export type TermCount = typeof TermCount.Type
  * frequent terms and when the deriver last updated it.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Representation = Schema.Struct({
   workspace: Schema.String,
@@ -128,5 +140,6 @@ export const Representation = Schema.Struct({
  * A peer's representation.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Representation = typeof Representation.Type

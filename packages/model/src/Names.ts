@@ -11,6 +11,7 @@ import { Schema } from "effect"
  * letter or a digit.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const WorkspaceName = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/))
 
@@ -19,6 +20,7 @@ export const WorkspaceName = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][
  * a digit.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const SessionName = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/))
 
@@ -26,5 +28,6 @@ export const SessionName = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-
  * A peer name: same alphabet as a session name.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PeerName = Schema.String.check(Schema.isPattern(/^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/))

@@ -14,6 +14,7 @@ import { dual } from "effect/Function"
  * so a configuration error can be reported precisely (e.g. `ratio = 1.5 is not allowed: expected a number in [0, 1]`).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class InvalidParameter extends Schema.TaggedError<InvalidParameter>()("InvalidParameter", {
   /** The parameter's name, e.g. `"ratio"` or `"max"`. */
@@ -32,6 +33,7 @@ export class InvalidParameter extends Schema.TaggedError<InvalidParameter>()("In
  * The `Config.ConfigError` that reports an invalid parameter (an environment variable, by its name).
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const toConfigError = (error: InvalidParameter): Config.ConfigError =>
   new Config.ConfigError(new ConfigProvider.SourceError({ message: error.message }))
@@ -41,6 +43,7 @@ export const toConfigError = (error: InvalidParameter): Config.ConfigError =>
  * `ConfigError` with the parameter's message.
  *
  * @since 0.2.0
+ * @category config
  */
 export const validateConfig: {
   <A, B>(validate: (a: A) => Effect.Effect<B, InvalidParameter>): (self: Config.Config<A>) => Config.Config<B>

@@ -11,6 +11,7 @@ import * as InvalidParameter from "./InvalidParameter.ts"
  * A jitter ratio: a finite number in [0, 1]. 0 disables jitter; 0.5 sleeps in [0.5x, 1.5x].
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Ratio = Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 }))
 
@@ -18,6 +19,7 @@ export const Ratio = Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum:
  * A backoff multiplier: a finite number ≥ 1 (1 keeps the interval constant).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Multiplier = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1))
 
@@ -25,6 +27,7 @@ export const Multiplier = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1))
  * A duration in milliseconds that is finite and strictly positive (a base interval).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const PositiveMillis = Schema.Finite.check(Schema.isGreaterThan(0))
 
@@ -32,6 +35,7 @@ export const PositiveMillis = Schema.Finite.check(Schema.isGreaterThan(0))
  * A duration in milliseconds that is finite and not negative (a startup window, a duration to jitter).
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const NonNegativeMillis = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 
@@ -39,6 +43,7 @@ export const NonNegativeMillis = Schema.Finite.check(Schema.isGreaterThanOrEqual
  * A duration in milliseconds that is finite and at least `minimum` (a cap, which must be ≥ the base).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const MillisAtLeast = (minimum: number) => Schema.Finite.check(Schema.isGreaterThanOrEqualTo(minimum))
 
@@ -54,6 +59,7 @@ const invalid = (parameter: string, value: unknown, allowed: string) =>
  * a setting is range-checked in this repository.
  *
  * @since 0.2.0
+ * @category effects
  */
 export const check = <A>(schema: Schema.Schema<A>, allowed: string) => {
   const is = Schema.is(schema)
@@ -75,6 +81,7 @@ const toMillis = (input: Duration.Input): number | undefined =>
  * Validates a jitter ratio (in [0, 1]).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const ratio = (value: number, parameter = "ratio"): Effect.Effect<number, InvalidParameter.InvalidParameter> =>
   checkRatio(value, parameter)
@@ -83,6 +90,7 @@ export const ratio = (value: number, parameter = "ratio"): Effect.Effect<number,
  * Validates a backoff multiplier (≥ 1).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const multiplier = (
   value: number,
@@ -105,6 +113,7 @@ const durationCheck = (isMillis: (millis: number) => boolean, allowed: string) =
  * Validates a strictly positive, finite duration and returns it in milliseconds (e.g. a base interval).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const positiveDuration: (
   value: Duration.Input,
@@ -115,6 +124,7 @@ export const positiveDuration: (
  * Validates a finite duration that is not negative and returns it in milliseconds (e.g. a startup window).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const nonNegativeDuration: (
   value: Duration.Input,
@@ -129,6 +139,7 @@ export const nonNegativeDuration: (
  * must be ≥ the base) and returns it in milliseconds.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const durationAtLeast = (
   value: Duration.Input,
