@@ -353,9 +353,15 @@ describe("Classify.noticeFailure", () => {
   it("any other notice is not: a warning of one's own, a transaction already in progress, a NOTICE", () => {
     assert.isUndefined(Classify.noticeFailure({ severity: "WARNING", code: "01000", message: "watch out" }))
     assert.isUndefined(
-      Classify.noticeFailure({ severity: "WARNING", code: "25001", message: "there is already a transaction in progress" })
+      Classify.noticeFailure({
+        severity: "WARNING",
+        code: "25001",
+        message: "there is already a transaction in progress"
+      })
     )
-    assert.isUndefined(Classify.noticeFailure({ severity: "NOTICE", code: "00000", message: "relation exists, skipping" }))
+    assert.isUndefined(
+      Classify.noticeFailure({ severity: "NOTICE", code: "00000", message: "relation exists, skipping" })
+    )
     // An error row's words arriving as a notice do not fail the statement: only rows marked `notice` do.
     assert.isUndefined(Classify.noticeFailure({ severity: "WARNING", code: "57014", message: "canceling statement" }))
   })
