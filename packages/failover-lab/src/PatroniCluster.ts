@@ -240,6 +240,16 @@ export const start = Effect.fnUntraced(function*(options: {
       Effect.mapError(() => new ClusterOperationFailed({ operation: name, detail: "no such member" }))
     )
 
+  /** The pid of a member's running postmaster; fails naming `operation` when there is none. */
+  const runningPostmaster = (name: string, operation: string) =>
+    Effect.suspend(() => {
+      const member = members.find((candidate) => candidate.name === name)
+      const pid = member === undefined ? undefined : postmasterPid(member)
+      return pid === undefined || !Orphans.isAlive(pid)
+        ? Effect.fail(new ClusterOperationFailed({ operation, detail: "no running postmaster" }))
+        : Effect.succeed(pid)
+    })
+
   const cluster: PatroniCluster = {
     topology,
     url: Topology.routedUrl(topology.haproxyPort),
@@ -268,12 +278,7 @@ export const start = Effect.fnUntraced(function*(options: {
         ], `patronictl edit-config ${settings.join(" ")}`)
       ),
     killPostmaster: (name) =>
-      Effect.gen(function*() {
-        const member = members.find((candidate) => candidate.name === name)
-        const pid = member === undefined ? undefined : postmasterPid(member)
-        if (pid === undefined || !Orphans.isAlive(pid)) {
-          return yield* new ClusterOperationFailed({ operation: `kill -9 ${name}`, detail: "no running postmaster" })
-        }
+      Effect.map(runningPostmaster(name, `kill -9 ${name}`), (pid) => {
         process.kill(pid, "SIGKILL")
         return pid
       }),
@@ -290,23 +295,13 @@ export const start = Effect.fnUntraced(function*(options: {
         Effect.mapError((error) => new ClusterOperationFailed({ operation: `restart ${name}`, detail: error.message }))
       ),
     cutReplication: (name) =>
-      Effect.gen(function*() {
-        const member = members.find((candidate) => candidate.name === name)
-        const pid = member === undefined ? undefined : postmasterPid(member)
-        if (pid === undefined || !Orphans.isAlive(pid)) {
-          return yield* new ClusterOperationFailed({ operation: `cut ${name}'s replication`, detail: "no postmaster" })
-        }
+      Effect.map(runningPostmaster(name, `cut ${name}'s replication`), (pid) => {
         const receiver = childrenOf(pid).find((child) => commandLine(child).includes("walreceiver"))
         killQuietly(receiver)
         return receiver ?? 0
       }),
     signalServer: (name, signal) =>
-      Effect.gen(function*() {
-        const member = members.find((candidate) => candidate.name === name)
-        const pid = member === undefined ? undefined : postmasterPid(member)
-        if (pid === undefined || !Orphans.isAlive(pid)) {
-          return yield* new ClusterOperationFailed({ operation: `${signal} ${name}`, detail: "no running postmaster" })
-        }
+      Effect.map(runningPostmaster(name, `${signal} ${name}`), (pid) => {
         const pids = [pid, ...childrenOf(pid)]
         for (const each of pids) process.kill(each, signal)
         return pids.length
