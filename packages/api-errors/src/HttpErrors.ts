@@ -42,6 +42,18 @@ export const responsesTotal = Metric.counter("api_error_responses_total", {
   incremental: true
 })
 
+/**
+ * The `Retry-After` of the 503s written by this package, in seconds: what clients were told to wait (the
+ * policy's draw, or the rest of an open circuit's window).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const retryAfterSeconds = Metric.histogram("api_retry_after_seconds", {
+  description: "Retry-After of the 503s written by @resilience/api-errors, in seconds",
+  boundaries: [1, 2, 3, 5, 10, 15, 30, 60, 120, 300]
+})
+
 const canAnswerForItself = (u: unknown): boolean =>
   HttpServerResponse.isHttpServerResponse(u) || HttpServerRespondable.isRespondable(u)
 
@@ -114,6 +126,7 @@ export const respond = (
       )
       yield* recordOnSpan({ "db.unavailable.reason": classification.reason, "http.retry_after": seconds })
       yield* Metric.update(Metric.withAttributes(responsesTotal, { status: "503", kind: classification.reason }), 1)
+      yield* Metric.update(retryAfterSeconds, seconds)
       return Option.some(toHttp(ErrorResponse.unavailable(seconds)))
     }
     if (Cause.hasInterruptsOnly(cause)) return Option.none()

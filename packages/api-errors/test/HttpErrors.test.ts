@@ -257,11 +257,16 @@ describe("HttpErrors over real HTTP", () => {
 
     it.effect("counts what it answered", () =>
       Effect.gen(function*() {
-        yield* get("/saturated")
+        const before = yield* Metric.value(HttpErrors.retryAfterSeconds)
+        const response = yield* get("/saturated")
         const counted = yield* Metric.value(
           Metric.withAttributes(HttpErrors.responsesTotal, { status: "503", kind: "Saturated" })
         )
         assert.isTrue(counted.count >= 1)
+        // and what it told the client to wait: this 503's Retry-After, once more
+        const told = yield* Metric.value(HttpErrors.retryAfterSeconds)
+        assert.strictEqual(told.count, before.count + 1)
+        assert.strictEqual(told.sum - before.sum, Number(response.headers.get("retry-after")))
       }))
   })
 })

@@ -59,6 +59,7 @@ export type RowName =
   | "StatementTimeout"
   | "ResourceExhausted"
   | "ServerInterrupted"
+  | "ReplicationUnconfirmed"
 
 /**
  * One row of the table: which codes, SQLSTATE classes and message fragments mean what, a short `name` for
@@ -77,6 +78,12 @@ export interface Row {
   readonly messages?: ReadonlyArray<RegExp>
   /** Whether a failure of this row means the work was cancelled by a timeout or a cancel request. */
   readonly cancelled?: boolean
+  /**
+   * Whether the condition arrives as a notice (a `WARNING`) on a statement that otherwise succeeded: the
+   * session fails the statement with it ({@link noticeFailure}), so that no caller reads the success as an
+   * answer.
+   */
+  readonly notice?: boolean
   /** Where the codes and messages are documented. */
   readonly source: string
 }
@@ -294,6 +301,17 @@ export const table: ReadonlyArray<Row> = [
       `${pgAppendix}: 57014 query_canceled (statement_timeout, cancel request), 25P04 transaction_timeout; db-session STATEMENT_TIMEOUT (the client-side deadline)`
   },
   {
+    // The commit is done on the primary but not known to be on the standby: a failover may lose it. Not a
+    // success (a 201 would be an acknowledged write a failover can lose) and not `cancelled` (the work was
+    // not undone): an unknown outcome, resent under its idempotency key.
+    meaning: "transient",
+    name: "ReplicationUnconfirmed",
+    messages: [/^canceling wait for synchronous replication due to /],
+    notice: true,
+    source:
+      "PostgreSQL src/backend/replication/syncrep.c, SyncRepWaitForLSN: a cancel request (pg_cancel_backend, a client's CancelRequest) during the wait for a synchronous standby ends the wait with a WARNING, SQLSTATE 01000, \"canceling wait for synchronous replication due to user request\", DETAIL \"The transaction has already committed locally, but might not have been replicated to the standby.\", and the statement (COMMIT) succeeds; a shutdown during the wait (57P01) sends nothing and closes the connection (Unreachable). statement_timeout does not end the wait: the server stops its timer before committing"
+  },
+  {
     meaning: "transient",
     name: "ResourceExhausted",
     codes: ["53000", "53100", "53200", "53400", "58000", "58030"],
@@ -322,12 +340,28 @@ export const isSqlState = (code: string | undefined): code is string => code !==
  *
  * @since 0.2.0
  */
-export const lookup = ({ code, message }: Described): Row | undefined =>
-  table.find((row) =>
-    (code !== undefined && row.codes?.includes(code) === true)
-    || (isSqlState(code) && row.classes?.includes(code.slice(0, 2)) === true)
-    || row.messages?.some((pattern) => pattern.test(message)) === true
-  )
+export const lookup = (described: Described): Row | undefined => table.find((row) => matches(row, described))
+
+const matches = (row: Row, { code, message }: Described): boolean =>
+  (code !== undefined && row.codes?.includes(code) === true)
+  || (isSqlState(code) && row.classes?.includes(code.slice(0, 2)) === true)
+  || row.messages?.some((pattern) => pattern.test(message)) === true
+
+/**
+ * The failure a notice (a `NoticeResponse` as the driver hands it over: `pg`'s `notice` event, postgres.js's
+ * `onnotice`) stands for, if it matches a row marked `notice` (the server's `WARNING` that a commit may not be
+ * on the synchronous standby): its code and its message, with the server's detail after a colon. Any other
+ * notice is `undefined`: informational, the statement's success stands.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const noticeFailure = (notice: unknown): Described | undefined => {
+  const described = codeAndMessage(notice)
+  if (!table.some((row) => row.notice === true && matches(row, described))) return undefined
+  const detail = stringField(notice, "detail")
+  return detail === undefined ? described : { code: described.code, message: `${described.message}: ${detail}` }
+}
 
 const stringField = (value: unknown, field: string): string | undefined => {
   if (!Predicate.isObject(value) || !Predicate.hasProperty(value, field)) return undefined

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import type { Effect } from "effect"
+import * as Classify from "./Classify.ts"
 import type { Settings as TlsSettings } from "./Tls.ts"
 
 /**
@@ -14,6 +15,22 @@ import type { Settings as TlsSettings } from "./Tls.ts"
  * @since 0.2.0
  */
 export const keepAliveInitialDelayMillis = 10_000
+
+/**
+ * What a statement fails with when a notice that came with its answer stands for a failure
+ * (`Classify.noticeFailure`: the server's warning that a commit may not be on the synchronous standby); each
+ * driver collects the notices of a statement and asks this before it hands the rows over. `undefined` when no
+ * notice does.
+ *
+ * @since 0.3.0
+ */
+export const noticeError = (notices: ReadonlyArray<unknown>): Error | undefined => {
+  for (const notice of notices) {
+    const failure = Classify.noticeFailure(notice)
+    if (failure !== undefined) return Object.assign(new Error(failure.message), { code: failure.code })
+  }
+  return undefined
+}
 
 /**
  * Which client library opens the connections.
@@ -45,7 +62,8 @@ export interface ConnectOptions {
 export interface RawConnection {
   /**
    * Runs one statement (`$1`, `$2` placeholders). Interrupting it destroys the connection: a statement that
-   * may still be running on the server is never handed to the next user.
+   * may still be running on the server is never handed to the next user. A statement whose answer came with
+   * a notice that stands for a failure ({@link noticeError}) fails with it.
    */
   readonly query: (sql: string, params: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<unknown>, unknown>
   /** Whether the connection can be handed to another checkout: still open, not broken, no transaction open. */

@@ -8,7 +8,13 @@
 import { Effect } from "effect"
 import pg from "pg"
 import * as Cancel from "./Cancel.ts"
-import { type ConnectOptions, type Driver, keepAliveInitialDelayMillis, type RawConnection } from "./Driver.ts"
+import {
+  type ConnectOptions,
+  type Driver,
+  keepAliveInitialDelayMillis,
+  noticeError,
+  type RawConnection
+} from "./Driver.ts"
 
 /** The parts of `pg.Client` a cancel needs (set after the startup; not in pg's type declarations). */
 interface BackendFields {
@@ -30,34 +36,46 @@ const destroy = (client: pg.Client): void => {
   client.connection.stream.destroy()
 }
 
-const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void): RawConnection => ({
-  query: (sql, params) =>
-    Effect.callback<ReadonlyArray<unknown>, unknown>((resume) => {
-      client.query({ text: sql, values: [...params] }).then(
-        // Several statements in one simple query (`BEGIN; SET LOCAL …`) answer with one result each.
-        (result: pg.QueryResult | Array<pg.QueryResult>) =>
-          resume(Effect.succeed(Array.isArray(result) ? result.at(-1)?.rows ?? [] : result.rows)),
-        (error: unknown) => resume(Effect.fail(error))
+const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void): RawConnection => {
+  // The notices of the statement running now (one at a time on a connection): pg emits them before the answer.
+  let notices: Array<unknown> = []
+  client.on("notice", (notice) => notices.push(notice))
+  return {
+    query: (sql, params) =>
+      Effect.callback<ReadonlyArray<unknown>, unknown>((resume) => {
+        notices = []
+        client.query({ text: sql, values: [...params] }).then(
+          // Several statements in one simple query (`BEGIN; SET LOCAL …`) answer with one result each.
+          (result: pg.QueryResult | Array<pg.QueryResult>) => {
+            const failure = noticeError(notices)
+            resume(
+              failure === undefined
+                ? Effect.succeed(Array.isArray(result) ? result.at(-1)?.rows ?? [] : result.rows)
+                : Effect.fail(failure)
+            )
+          },
+          (error: unknown) => resume(Effect.fail(error))
+        )
+        return Effect.sync(() => {
+          markBroken()
+          destroy(client)
+        })
+      }),
+    reusable: () => !isBroken() && client.getTransactionStatus() === "I",
+    cancel: (timeoutMillis) => cancel(client, timeoutMillis),
+    invalidate: markBroken,
+    close: Effect.callback<void>((resume) => {
+      markBroken()
+      client.end().then(
+        () => resume(Effect.void),
+        () => resume(Effect.void)
       )
-      return Effect.sync(() => {
-        markBroken()
-        destroy(client)
-      })
-    }),
-  reusable: () => !isBroken() && client.getTransactionStatus() === "I",
-  cancel: (timeoutMillis) => cancel(client, timeoutMillis),
-  invalidate: markBroken,
-  close: Effect.callback<void>((resume) => {
-    markBroken()
-    client.end().then(
-      () => resume(Effect.void),
-      () => resume(Effect.void)
+      return Effect.sync(() => destroy(client))
+    }).pipe(
+      Effect.timeoutOrElse({ duration: 1_000, orElse: () => Effect.sync(() => destroy(client)) })
     )
-    return Effect.sync(() => destroy(client))
-  }).pipe(
-    Effect.timeoutOrElse({ duration: 1_000, orElse: () => Effect.sync(() => destroy(client)) })
-  )
-})
+  }
+}
 
 const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown> =>
   Effect.callback<RawConnection, unknown>((resume) => {

@@ -11,7 +11,13 @@ import { Effect } from "effect"
 import { connect as netConnect, type Socket } from "node:net"
 import postgres from "postgres"
 import * as Cancel from "./Cancel.ts"
-import { type ConnectOptions, type Driver, keepAliveInitialDelayMillis, type RawConnection } from "./Driver.ts"
+import {
+  type ConnectOptions,
+  type Driver,
+  keepAliveInitialDelayMillis,
+  noticeError,
+  type RawConnection
+} from "./Driver.ts"
 
 /** The error postgres.js receives when it tries to open a second socket for the same connection. */
 const secondSocket = (): Error =>
@@ -54,6 +60,8 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
     let broken = false
     /** Whether the server answered the SSLRequest with "N" (postgres.js only checks it for `prefer`). */
     let tlsRefused = false
+    /** The notices of the statement running now (one at a time): postgres.js reports them before the answer. */
+    let notices: Array<unknown> = []
     const { mode } = options.tls
     const destroy = () => {
       broken = true
@@ -74,7 +82,9 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
           parse: (value: string) => JSON.parse(value)
         }
       },
-      onnotice: () => undefined,
+      onnotice: (notice: unknown) => {
+        notices.push(notice)
+      },
       onclose: () => {
         broken = true
       },
@@ -118,8 +128,12 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
             resumeQuery(Effect.fail(secondSocket()))
             return
           }
+          notices = []
           sql.unsafe(text, [...params] as Array<postgres.ParameterOrJSON<never>>).then(
-            (rows) => resumeQuery(Effect.succeed([...rows])),
+            (rows) => {
+              const failure = noticeError(notices)
+              resumeQuery(failure === undefined ? Effect.succeed([...rows]) : Effect.fail(failure))
+            },
             (error: unknown) => resumeQuery(Effect.fail(error))
           )
           return Effect.sync(destroyAll)

@@ -329,3 +329,40 @@ describe("Classify.isCancelled", () => {
     assert.isFalse(Classify.isCancelled(new Error("no code")))
   })
 })
+
+describe("Classify.noticeFailure", () => {
+  // The notice as PostgreSQL 18 sends it (pg's `notice` event and postgres.js's `onnotice` carry these fields).
+  const syncRep = {
+    severity: "WARNING",
+    code: "01000",
+    message: "canceling wait for synchronous replication due to user request",
+    detail: "The transaction has already committed locally, but might not have been replicated to the standby.",
+    file: "syncrep.c",
+    routine: "SyncRepWaitForLSN"
+  }
+
+  it("a cancelled wait for the synchronous standby is a failure: ReplicationUnconfirmed, transient", () => {
+    const failure = Classify.noticeFailure(syncRep)
+    assert.deepStrictEqual(failure, { code: "01000", message: `${syncRep.message}: ${syncRep.detail}` })
+    const error = new QueryFailed({ code: failure?.code, message: failure?.message ?? "" })
+    assert.deepStrictEqual(Classify.conditionOf(error), { meaning: "transient", name: "ReplicationUnconfirmed" })
+    assert.isTrue(Classify.isTemporary(error))
+    assert.isFalse(Classify.isCancelled(error))
+  })
+
+  it("any other notice is not: a warning of one's own, a transaction already in progress, a NOTICE", () => {
+    assert.isUndefined(Classify.noticeFailure({ severity: "WARNING", code: "01000", message: "watch out" }))
+    assert.isUndefined(
+      Classify.noticeFailure({
+        severity: "WARNING",
+        code: "25001",
+        message: "there is already a transaction in progress"
+      })
+    )
+    assert.isUndefined(
+      Classify.noticeFailure({ severity: "NOTICE", code: "00000", message: "relation exists, skipping" })
+    )
+    // An error row's words arriving as a notice do not fail the statement: only rows marked `notice` do.
+    assert.isUndefined(Classify.noticeFailure({ severity: "WARNING", code: "57014", message: "canceling statement" }))
+  })
+})

@@ -11,13 +11,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
 import { Context, Effect, Layer, Schedule } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
-import { byKind, config, type Manifest, render, repository, skipReason } from "./Rendered.ts"
-
-const entries: Record<string, { readonly entry: string; readonly portVariable: string }> = {
-  "resilience-api": { entry: "apps/api/src/main.ts", portVariable: "API_PORT" },
-  "resilience-deriver": { entry: "apps/deriver/src/main.ts", portVariable: "DERIVER_METRICS_PORT" }
-}
+import { startApp } from "./Apps.ts"
+import { byKind, config, type Manifest, render, skipReason } from "./Rendered.ts"
 
 interface Probe {
   readonly deployment: string
@@ -32,21 +27,6 @@ const probes = (manifests: ReadonlyArray<Manifest>): ReadonlyArray<Probe> =>
       kind,
       path: deployment.spec.template.spec.containers[0][kind].httpGet.path
     }))
-  )
-
-/** Starts an app with the ConfigMap's environment (and the test's database and port); killed with the scope. */
-const startApp = (deployment: string, env: Record<string, string>) =>
-  Effect.acquireRelease(
-    Effect.gen(function*() {
-      const port = yield* Cluster.freePort
-      const { entry, portVariable } = entries[deployment]!
-      const child = spawn(process.execPath, ["--conditions=@resilience/source", `${repository}${entry}`], {
-        env: { ...process.env, ...env, [portVariable]: String(port) },
-        stdio: "ignore"
-      })
-      return { child, port }
-    }),
-    ({ child }) => Effect.sync(() => (child as ChildProcess).kill("SIGKILL"))
   )
 
 /** The status of `GET path`, once the app listens (connection refused until then). */

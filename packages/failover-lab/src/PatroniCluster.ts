@@ -49,6 +49,11 @@ export interface PatroniCluster {
   readonly killPostmaster: (member: string) => Effect.Effect<number, ClusterOperationFailed>
   /** The member's machine lost: `kill -9` of its Patroni and its postmaster; yields the postmaster's pid. */
   readonly loseMember: (member: string) => Effect.Effect<number, ClusterOperationFailed>
+  /**
+   * `patronictl edit-config --force --set key=value …`: changes the dynamic configuration in etcd, as an
+   * operator does (it needs no leader).
+   */
+  readonly editConfig: (settings: ReadonlyArray<string>) => Effect.Effect<void, ClusterOperationFailed>
   /** Starts a lost member's Patroni again (it rejoins as a replica); it stops with the cluster. */
   readonly restartMember: (member: string) => Effect.Effect<void, ClusterOperationFailed>
   /**
@@ -60,6 +65,12 @@ export interface PatroniCluster {
     member: string,
     signal: "SIGSTOP" | "SIGCONT"
   ) => Effect.Effect<number, ClusterOperationFailed>
+  /**
+   * `kill -9` of a member's WAL receiver (the child of its postmaster named so): its replication connection
+   * cut, and with its socket whatever WAL the primary had sent that it had not read yet (the postmaster then
+   * reinitialises the server, which recovers from its own WAL). Yields the pid, or 0 when there was none.
+   */
+  readonly cutReplication: (member: string) => Effect.Effect<number, ClusterOperationFailed>
   /** Lines of HAProxy's output (server state changes), with the wall-clock millisecond they arrived. */
   readonly routing: ReadonlyArray<{ readonly at: number; readonly line: string }>
 }
@@ -111,6 +122,12 @@ const childrenOf = (parent: number): ReadonlyArray<number> =>
     )
     return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === parent
   })
+
+/** A process's command line (a PostgreSQL child's names its role, `postgres: walreceiver …`); empty if gone. */
+const commandLine = (pid: number): string =>
+  Effect.runSync(
+    Effect.orElseSucceed(Effect.try(() => readFileSync(`/proc/${pid}/cmdline`, "utf8")), () => "")
+  )
 
 const killQuietly = (pid: number | undefined) => {
   if (pid !== undefined && Orphans.isAlive(pid)) process.kill(pid, "SIGKILL")
@@ -223,6 +240,16 @@ export const start = Effect.fnUntraced(function*(options: {
       Effect.mapError(() => new ClusterOperationFailed({ operation: name, detail: "no such member" }))
     )
 
+  /** The pid of a member's running postmaster; fails naming `operation` when there is none. */
+  const runningPostmaster = (name: string, operation: string) =>
+    Effect.suspend(() => {
+      const member = members.find((candidate) => candidate.name === name)
+      const pid = member === undefined ? undefined : postmasterPid(member)
+      return pid === undefined || !Orphans.isAlive(pid)
+        ? Effect.fail(new ClusterOperationFailed({ operation, detail: "no running postmaster" }))
+        : Effect.succeed(pid)
+    })
+
   const cluster: PatroniCluster = {
     topology,
     url: Topology.routedUrl(topology.haproxyPort),
@@ -240,13 +267,18 @@ export const start = Effect.fnUntraced(function*(options: {
           to
         ], `patronictl switchover ${from} → ${to}`)
       ),
+    editConfig: (settings) =>
+      Effect.asVoid(
+        runFile(options.binaries.patronictl, [
+          "-c",
+          Topology.configFile(members[0]!),
+          "edit-config",
+          "--force",
+          ...settings.flatMap((setting) => ["--set", setting])
+        ], `patronictl edit-config ${settings.join(" ")}`)
+      ),
     killPostmaster: (name) =>
-      Effect.gen(function*() {
-        const member = members.find((candidate) => candidate.name === name)
-        const pid = member === undefined ? undefined : postmasterPid(member)
-        if (pid === undefined || !Orphans.isAlive(pid)) {
-          return yield* new ClusterOperationFailed({ operation: `kill -9 ${name}`, detail: "no running postmaster" })
-        }
+      Effect.map(runningPostmaster(name, `kill -9 ${name}`), (pid) => {
         process.kill(pid, "SIGKILL")
         return pid
       }),
@@ -262,13 +294,14 @@ export const start = Effect.fnUntraced(function*(options: {
       Effect.flatMap(memberNamed(name), (member) => Scope.provide(startPatroni(member), scope)).pipe(
         Effect.mapError((error) => new ClusterOperationFailed({ operation: `restart ${name}`, detail: error.message }))
       ),
+    cutReplication: (name) =>
+      Effect.map(runningPostmaster(name, `cut ${name}'s replication`), (pid) => {
+        const receiver = childrenOf(pid).find((child) => commandLine(child).includes("walreceiver"))
+        killQuietly(receiver)
+        return receiver ?? 0
+      }),
     signalServer: (name, signal) =>
-      Effect.gen(function*() {
-        const member = members.find((candidate) => candidate.name === name)
-        const pid = member === undefined ? undefined : postmasterPid(member)
-        if (pid === undefined || !Orphans.isAlive(pid)) {
-          return yield* new ClusterOperationFailed({ operation: `${signal} ${name}`, detail: "no running postmaster" })
-        }
+      Effect.map(runningPostmaster(name, `${signal} ${name}`), (pid) => {
         const pids = [pid, ...childrenOf(pid)]
         for (const each of pids) process.kill(each, signal)
         return pids.length

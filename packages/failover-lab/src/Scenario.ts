@@ -14,6 +14,7 @@ import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
 import { Clock, Data, Deferred, Duration, Effect, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
+import pg from "pg"
 import * as History from "./History.ts"
 import * as PatroniCluster from "./PatroniCluster.ts"
 import type * as SystemPackages from "./SystemPackages.ts"
@@ -25,8 +26,15 @@ import * as Traffic from "./Traffic.ts"
  * synchronous standby stopped (`SIGSTOP`, sockets left open) for `stallSeconds`, then the leader's machine
  * lost (`kill -9` of its Patroni and its postmaster: the leader key expires after Patroni's `ttl`) and the
  * standby let go on; once the standby leads, the old primary's Patroni starts again and rejoins.
+ * `stall-cancel-promote`: the same stall, with a watchdog on the leader cancelling every commit that waits for
+ * the standby (`pg_cancel_backend`, as a job that cancels long statements does: PostgreSQL then answers the
+ * `COMMIT` with success and a WARNING, the commit done on the leader alone); then the leader's machine lost, the
+ * standby's replication connection cut (`kill -9` of its WAL receiver, so the WAL still in its socket is gone
+ * as it would be with the network), the standby let go on, and `synchronous_mode` turned off
+ * (`patronictl edit-config`) as an operator ending the outage would, so that Patroni promotes the standby:
+ * whatever the leader alone had is gone once it rejoins.
  */
-export const faults = ["switchover", "primary-loss", "stall-then-loss"] as const
+export const faults = ["switchover", "primary-loss", "stall-then-loss", "stall-cancel-promote"] as const
 export type Fault = (typeof faults)[number]
 
 /** One scenario's settings. */
@@ -115,6 +123,35 @@ const apiCountersOf = (apiUrl: string) =>
     Effect.orElseSucceed(() => ["(the API's /metrics did not answer)"])
   )
 
+/**
+ * For `within`, every 500 ms: `pg_cancel_backend` of every backend of the leader (through HAProxy) waiting for
+ * the synchronous standby (`wait_event = 'SyncRep'`); yields how many it cancelled. A tick that cannot connect
+ * is skipped.
+ */
+const cancelWaits = (url: string, within: Duration.Duration) =>
+  Effect.gen(function*() {
+    const until = (yield* Clock.currentTimeMillis) + Duration.toMillis(within)
+    let cancelled = 0
+    while ((yield* Clock.currentTimeMillis) < until) {
+      cancelled += yield* Effect.promise(async () => {
+        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1_000 })
+        try {
+          await client.connect()
+          const result = await client.query<{ n: number }>(
+            "select count(*) filter (where pg_cancel_backend(pid))::int as n from pg_stat_activity where wait_event = 'SyncRep'"
+          )
+          return result.rows[0]?.n ?? 0
+        } catch {
+          return 0
+        } finally {
+          await client.end().catch(() => undefined)
+        }
+      })
+      yield* Effect.sleep(Duration.millis(500))
+    }
+    return cancelled
+  })
+
 /** Runs one scenario; `log` gets progress lines. */
 export const run = (options: {
   readonly settings: Settings
@@ -194,6 +231,19 @@ export const run = (options: {
     } else if (settings.fault === "primary-loss") {
       const pid = yield* cluster.killPostmaster(oldLeader)
       log(`fault: kill -9 of ${oldLeader}'s postmaster (pid ${pid})`)
+    } else if (settings.fault === "stall-cancel-promote") {
+      const stopped = yield* cluster.signalServer(candidate, "SIGSTOP")
+      log(
+        `fault: SIGSTOP of ${candidate}'s server (${stopped} processes) for ${settings.stallSeconds} s, a watchdog cancelling every commit waiting for it`
+      )
+      const cancelled = yield* cancelWaits(cluster.url, Duration.seconds(settings.stallSeconds))
+      const pid = yield* cluster.loseMember(oldLeader)
+      const receiver = yield* cluster.cutReplication(candidate)
+      yield* cluster.signalServer(candidate, "SIGCONT")
+      yield* cluster.editConfig(["synchronous_mode=false", "synchronous_mode_strict=false"])
+      log(
+        `watchdog: ${cancelled} waits cancelled; ${oldLeader} lost (pid ${pid}), ${candidate}'s WAL receiver killed (pid ${receiver}), SIGCONT of its server, synchronous_mode off (patronictl edit-config)`
+      )
     } else {
       const stopped = yield* cluster.signalServer(candidate, "SIGSTOP")
       log(`fault: SIGSTOP of ${candidate}'s server (${stopped} processes) for ${settings.stallSeconds} s`)
@@ -205,20 +255,23 @@ export const run = (options: {
 
     let newLeaderMillis = -1
     let restartedOldLeader = false
+    const stalled = settings.fault === "stall-then-loss" || settings.fault === "stall-cancel-promote"
+    // stall-cancel-promote ends with synchronous_mode off: the rejoined member is a plain replica
+    const settledSynchronous = settings.synchronousMode && settings.fault !== "stall-cancel-promote"
     for (;;) {
       const members = yield* Effect.orElseSucceed(cluster.members, () => [])
       const leader = PatroniCluster.leaderOf(members)
       if (newLeaderMillis < 0 && leader !== undefined && leader !== oldLeader && !restartedOldLeader) {
         newLeaderMillis = yield* elapsed(faultAt)
         log(`new leader ${leader} after ${(newLeaderMillis / 1000).toFixed(1)} s`)
-        if (settings.fault === "stall-then-loss") {
+        if (stalled) {
           log(`starting ${oldLeader}'s Patroni again`)
           yield* Effect.forkScoped(
             Effect.catch(cluster.restartMember(oldLeader), (error) => Effect.sync(() => log(error.message)))
           )
         }
       }
-      if (newLeaderMillis < 0 && restartedOldLeader === false && settings.fault === "stall-then-loss") {
+      if (newLeaderMillis < 0 && restartedOldLeader === false && stalled) {
         const waited = yield* elapsed(faultAt)
         if (waited > (settings.stallSeconds + 20) * 1000) {
           // Patroni promotes no standby it does not know to be synchronous: the cluster waits for the old primary
@@ -233,7 +286,7 @@ export const run = (options: {
         newLeaderMillis = yield* elapsed(faultAt)
         log(`${oldLeader} leads again after ${(newLeaderMillis / 1000).toFixed(1)} s (no failover)`)
       }
-      if (newLeaderMillis >= 0 && PatroniCluster.settled(members, settings.synchronousMode)) break
+      if (newLeaderMillis >= 0 && PatroniCluster.settled(members, settledSynchronous)) break
       yield* Effect.sleep(Duration.millis(100))
     }
     const rejoinedMillis = yield* elapsed(faultAt)

@@ -20,7 +20,7 @@ const num = (name: string, fallback: number, description: string) =>
 const flags = {
   fault: Flag.Literals("fault", [...Scenario.faults, "all"] as const).pipe(
     Flag.withDescription(
-      "switchover: patronictl switchover --force; primary-loss: kill -9 of the leader's postmaster; stall-then-loss: the standby stopped for --stall, then the leader killed; all: the first two"
+      "switchover: patronictl switchover --force; primary-loss: kill -9 of the leader's postmaster; stall-then-loss: the standby stopped for --stall, then the leader killed; stall-cancel-promote: the same with a watchdog cancelling the commits waiting for the standby, then synchronous_mode turned off so that the standby takes over; all: the first two"
     ),
     Flag.withDefault("all" as const)
   ),
