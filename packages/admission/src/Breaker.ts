@@ -1,7 +1,7 @@
 /**
  * The circuit breaker as pure functions of its state, the time and a uniform draw (like `@resilience/jitter`'s
- * `Jitter` and `PollBackoff`): the one implementation behind the API's admission gate ({@link Circuit}), the
- * deriver's checkout gate and the fleet simulator.
+ * `Jitter` and `PollBackoff`): the one implementation behind the admission {@link Controller} (the API's
+ * request gate and the deriver's checkout gate) and the fleet simulator.
  *
  * Closed, it counts the last `2 × tripFailures` outcomes and opens when `tripFailures` of them were
  * unavailable. Open, it sheds everything for a window; after the window the next caller is the one probe

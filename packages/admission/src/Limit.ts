@@ -109,21 +109,38 @@ export const start = (policy: Policy): State => ({
 })
 
 /**
- * The state after one sample at `now` (`u`: a uniform draw for the hold's jitter): the limit moves as in
- * {@link next} (with `always` growth, every answer counts as a busy one), except that it does not grow before
- * `growAfter`. A decrease past `growAfter` starts a new hold (`now + jitter(hold)`, then the hold steps); a
- * decrease within a hold keeps it. Reaching the maximum resets the hold to its base.
+ * What {@link update} learns from: one sample at `now`, and a uniform draw in [0, 1) for the jitter of a new
+ * hold, taken only when the sample starts one (as `Breaker.settle` takes its draw only when a window opens).
  *
+ * @category models
+ * @since 0.3.0
+ */
+export interface Learned {
+  readonly sample: Sample
+  /** When the sample ended (ms). */
+  readonly now: number
+  /** Called at most once, and only when a new hold starts. */
+  readonly draw: () => number
+}
+
+/**
+ * The state after one sample: the limit moves as in {@link next} (with `always` growth, every answer counts as a
+ * busy one), except that it does not grow before `growAfter`. A decrease past `growAfter` starts a new hold
+ * (`now + jitter(hold)`, then the hold steps); a decrease within a hold keeps it. Reaching the maximum resets the
+ * hold to its base.
+ *
+ * @category transitions
  * @since 0.2.0
  */
-export const update = (state: State, sample: Sample, policy: Policy, now: number, u: number): State => {
+export const update = (state: State, policy: Policy, learned: Learned): State => {
+  const { draw, now, sample } = learned
   const busy = policy.growth === "always" ? { ...sample, inFlight: state.limit } : sample
   const limit = next(state.limit, busy, policy)
   if (limit < state.limit) {
     if (policy.hold === undefined || state.hold === undefined || now < state.growAfter) return { ...state, limit }
     return {
       limit,
-      growAfter: now + PollBackoff.sleepFrom(state.hold, policy.hold, u),
+      growAfter: now + PollBackoff.sleepFrom(state.hold, policy.hold, draw()),
       hold: PollBackoff.step(state.hold, policy.hold)
     }
   }

@@ -8,6 +8,7 @@
 import { PollBackoff } from "@resilience/jitter"
 import { InvalidParameter, Parameters } from "@resilience/parameters"
 import { Config, Duration, Effect, Option, Schema } from "effect"
+import type * as Controller from "./Controller.ts"
 
 /**
  * Validated settings, in plain numbers.
@@ -197,3 +198,32 @@ export const config = (names: Names): Config.Config<Settings> =>
       })
     )
   )
+
+/**
+ * The controller's policy of the settings (`@resilience/fleet-sim` reads it too): the limit within
+ * `[minConcurrency, maxConcurrency]`, growing by one per answer while at least half of it is in use, with no hold
+ * after a decrease; the circuit tripping on `tripFailures`, its windows `openMillis` × 2 per failed probe, capped
+ * at `openMaxMillis`, jittered by `openJitterRatio`.
+ *
+ * @category policies
+ * @since 0.3.0
+ */
+export const policy = (settings: Settings): Controller.Policy => ({
+  limit: {
+    minConcurrency: settings.minConcurrency,
+    maxConcurrency: settings.maxConcurrency,
+    decreaseRatio: settings.decreaseRatio,
+    slowMillis: settings.slowMillis,
+    growth: "whenBusy"
+  },
+  breaker: {
+    tripFailures: settings.tripFailures,
+    windows: {
+      baseMillis: settings.openMillis,
+      multiplier: 2,
+      maxMillis: Math.max(settings.openMillis, settings.openMaxMillis),
+      enabled: true,
+      ratio: settings.openJitterRatio
+    }
+  }
+})
