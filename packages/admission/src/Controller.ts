@@ -233,10 +233,9 @@ export interface Controller {
 const drawFor = (ratio: number | undefined, random: Random.Random) => (): number =>
   ratio === undefined || ratio === 0 ? 0 : random.nextDoubleUnsafe()
 
-/** The metrics and the log of one circuit transition. */
+/** The metrics and the log of one circuit transition (`from` and `to` in different phases). */
 const recordTransition = (options: Options, metrics: Metrics.GateMetrics, from: State, to: State, now: number) =>
   Effect.gen(function*() {
-    if (from.circuit.phase === to.circuit.phase) return
     yield* Metric.update(metrics.circuitState, Metrics.circuitStateValue(to.circuit.phase))
     yield* Metric.update(metrics.transition(from.circuit.phase, to.circuit.phase), 1)
     if (to.circuit.phase === "Open") {
@@ -290,7 +289,10 @@ export const make = (options: Options): Effect.Effect<Controller> =>
           : next.circuit.phase === "Closed"
           ? latch.open
           : Effect.andThen(latch.close, latch.release)
-        return Effect.andThen(Effect.andThen(resize, wake), recordTransition(options, metrics, from, next, now))
+        const record = next.circuit.phase === from.circuit.phase
+          ? Effect.void
+          : recordTransition(options, metrics, from, next, now)
+        return Effect.andThen(Effect.andThen(resize, wake), record)
       })
 
     const shed = (reason: Shed.Reason) =>
