@@ -19,6 +19,7 @@ import type * as Settings from "./Settings.ts"
  * What the limit learns from one admitted request: its outcome, how many requests were in flight when it
  * was admitted (itself included), and how long it held its permit.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Sample {
@@ -30,6 +31,7 @@ export interface Sample {
 /**
  * The limit a gate starts with: the maximum.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const initial = (settings: Settings.Settings): number => settings.maxConcurrency
@@ -42,6 +44,7 @@ export const initial = (settings: Settings.Settings): number => settings.maxConc
  *   doubles the limit per round trip when it is full, so it recovers in a few round trips);
  * - otherwise (`Ignored`, or a limit that is not the bottleneck): unchanged.
  *
+ * @category transitions
  * @since 0.1.0
  */
 export const next = (limit: number, sample: Sample, settings: Bounds): number => {
@@ -65,6 +68,7 @@ const decrease = (limit: number, settings: Bounds): number =>
 /**
  * What {@link next} reads of the settings.
  *
+ * @category models
  * @since 0.2.0
  */
 export type Bounds = Pick<Settings.Settings, "minConcurrency" | "maxConcurrency" | "decreaseRatio" | "slowMillis">
@@ -72,6 +76,7 @@ export type Bounds = Pick<Settings.Settings, "minConcurrency" | "maxConcurrency"
 /**
  * A limit's policy: its bounds, when it grows, and the optional hold after a decrease.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Policy extends Bounds {
@@ -87,6 +92,7 @@ export interface Policy extends Bounds {
 /**
  * The limit with its hold.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface State {
@@ -100,6 +106,7 @@ export interface State {
 /**
  * The state a process starts with: the maximum, no hold.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const start = (policy: Policy): State => ({
@@ -152,6 +159,7 @@ export const update = (state: State, policy: Policy, learned: Learned): State =>
  * The database answered after an outage (a circuit closed): the hold ends and returns to its base, so the
  * limit climbs back at once, one per answer.
  *
+ * @category transitions
  * @since 0.2.0
  */
 export const recovered = (state: State, policy: Policy): State => ({ ...start(policy), limit: state.limit })
