@@ -13,7 +13,6 @@
  */
 import { PollBackoff } from "@resilience/jitter"
 import type * as Outcome from "./Outcome.ts"
-import type * as Settings from "./Settings.ts"
 
 /**
  * What the limit learns from one admitted request: its outcome, how many requests were in flight when it
@@ -34,7 +33,7 @@ export interface Sample {
  * @category constructors
  * @since 0.1.0
  */
-export const initial = (settings: Settings.Settings): number => settings.maxConcurrency
+export const initial = (bounds: Pick<Bounds, "maxConcurrency">): number => bounds.maxConcurrency
 
 /**
  * The next limit after one sample:
@@ -66,12 +65,21 @@ const decrease = (limit: number, settings: Bounds): number =>
   Math.max(settings.minConcurrency, Math.floor(limit * settings.decreaseRatio))
 
 /**
- * What {@link next} reads of the settings.
+ * What {@link next} reads of the settings (the gate's `Settings` have these fields).
  *
  * @category models
  * @since 0.2.0
  */
-export type Bounds = Pick<Settings.Settings, "minConcurrency" | "maxConcurrency" | "decreaseRatio" | "slowMillis">
+export interface Bounds {
+  /** The limit never falls below this. */
+  readonly minConcurrency: number
+  /** The limit never exceeds this. */
+  readonly maxConcurrency: number
+  /** The multiplicative decrease, in (0, 1). */
+  readonly decreaseRatio: number
+  /** An answer slower than this (ms) counts as overload; 0 disables. */
+  readonly slowMillis: number
+}
 
 /**
  * A limit's policy: its bounds, when it grows, and the optional hold after a decrease.
