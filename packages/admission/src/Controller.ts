@@ -279,16 +279,21 @@ export const make = (options: Options): Effect.Effect<Controller> =>
     const commit = (next: State, now: number) =>
       Effect.suspend(() => {
         const from = state
+        if (next === from) return Effect.void
         state = next
+        // The latch follows the circuit in the same step, so no waiter sees one without the other.
+        let wake: Effect.Effect<unknown> = Effect.void
+        if (next.circuit !== from.circuit) {
+          if (next.circuit.phase === "Closed") latch.openUnsafe()
+          else {
+            latch.closeUnsafe()
+            wake = latch.release
+          }
+        }
         const resize = permits(next) === permits(from) ? Effect.void : Effect.andThen(
           semaphore.resize(permits(next)),
           Metric.update(metrics.limit, permits(next))
         )
-        const wake = next.circuit === from.circuit
-          ? Effect.void
-          : next.circuit.phase === "Closed"
-          ? latch.open
-          : Effect.andThen(latch.close, latch.release)
         const record = next.circuit.phase === from.circuit.phase
           ? Effect.void
           : recordTransition(options, metrics, from, next, now)
