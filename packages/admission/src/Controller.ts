@@ -134,10 +134,10 @@ export const settle = (state: State, policy: Policy, attempted: Attempted): Stat
  * @category transitions
  * @since 0.3.0
  */
-export const learn = (state: State, policy: Policy, learned: Limit.Learned): State => ({
-  ...state,
-  limit: Limit.update(state.limit, policy.limit, learned)
-})
+export const learn = (state: State, policy: Policy, learned: Limit.Learned): State => {
+  const limit = Limit.update(state.limit, policy.limit, learned)
+  return limit === state.limit ? state : { ...state, limit }
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Effect: the controller on a Semaphore and a Latch
@@ -166,7 +166,7 @@ export interface Options {
  */
 export interface Permit {
   /** Whether the permit is held now (not given back). */
-  readonly held: () => boolean
+  held(): boolean
   /** Gives the permit back (nothing if it is not held). */
   readonly give: Effect.Effect<void>
   /** Takes the permit again, waiting for one (interruptibly); nothing if it is held. */
@@ -294,10 +294,10 @@ export const make = (options: Options): Effect.Effect<Controller> =>
           semaphore.resize(permits(next)),
           Metric.update(metrics.limit, permits(next))
         )
-        const record = next.circuit.phase === from.circuit.phase
-          ? Effect.void
-          : recordTransition(options, metrics, from, next, now)
-        return Effect.andThen(Effect.andThen(resize, wake), record)
+        if (next.circuit.phase !== from.circuit.phase) {
+          return Effect.andThen(Effect.andThen(resize, wake), recordTransition(options, metrics, from, next, now))
+        }
+        return resize === Effect.void ? wake : Effect.andThen(resize, wake)
       })
 
     const shed = (reason: Shed.Reason) =>
@@ -312,50 +312,68 @@ export const make = (options: Options): Effect.Effect<Controller> =>
         return Metric.update(metrics.inFlight, inFlight)
       })
 
+    /** Gives one held permit back, with its count in flight. */
+    const giveBack = Effect.suspend(() => Effect.andThen(count(-1), semaphore.release(1)))
+
     /**
-     * Takes a permit into `scope` within `wait`; `true` once taken. The permit and its count in flight live as long
-     * as the scope: closing it gives both back, whatever point an interruption reached.
+     * Takes a permit within `millis` (0: only a free one; infinite: until one is free, interruptibly), counted in
+     * flight; the release of what it took, or `undefined` when none came. A wait goes through a scope of its own
+     * (`takeScoped`), so an interruption at any point gives back exactly what was taken.
      */
-    const takeInto = (scope: Scope.Scope, millis: number): Effect.Effect<boolean> =>
+    const takePermit = (millis: number): Effect.Effect<Effect.Effect<void> | undefined> =>
       Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const taken = (yield* semaphore.takeIfAvailable(1))
-            ? yield* Effect.as(Scope.addFinalizer(scope, semaphore.release(1)), true)
+        Effect.flatMap(semaphore.takeIfAvailable(1), (free) =>
+          free
+            ? Effect.as(count(1), giveBack)
             : millis === 0
-            ? false
-            : yield* restore(
-              Number.isFinite(millis)
-                ? Effect.map(Effect.timeoutOption(Scope.provide(semaphore.takeScoped(1), scope), millis), Option.isSome)
-                : Effect.as(Scope.provide(semaphore.takeScoped(1), scope), true)
-            )
-          if (taken) yield* Effect.andThen(count(1), Scope.addFinalizer(scope, count(-1)))
-          return taken
-        })
+            ? Effect.undefined
+            : waitForPermit(millis, restore))
       )
 
-    /** A permit whose holding lives in a scope of its own, a new one each time it is taken again. */
-    const permitIn = (first: Scope.Closeable): Permit & { readonly release: Effect.Effect<void> } => {
-      let scope: Scope.Closeable | undefined = first
-      let held = true
-      const release = Effect.suspend(() => {
-        const closing = scope
-        held = false
-        scope = undefined
-        return closing === undefined ? Effect.void : Scope.close(closing, Exit.void)
+    /** {@link takePermit} when none is free: the wait, through a scope of its own. */
+    const waitForPermit = (
+      millis: number,
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    ): Effect.Effect<Effect.Effect<void> | undefined> =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const acquire = Scope.provide(semaphore.takeScoped(1), scope)
+        const taken = yield* restore(
+          Number.isFinite(millis)
+            ? Effect.map(Effect.timeoutOption(acquire, millis), Option.isSome)
+            : Effect.as(acquire, true)
+        ).pipe(Effect.onInterrupt(() => Scope.close(scope, Exit.void)))
+        if (!taken) return undefined
+        yield* count(1)
+        return Effect.andThen(count(-1), Scope.close(scope, Exit.void))
       })
-      return {
-        held: () => held,
-        give: Effect.suspend(() => held ? release : Effect.void),
-        take: Effect.uninterruptibleMask((restore) =>
-          Effect.gen(function*() {
-            if (held) return
-            const next = yield* Scope.make()
-            scope = next
-            yield* restore(takeInto(next, Number.POSITIVE_INFINITY))
-            held = true
-          })
-        ),
-        release
+
+    /** The permit of one admitted operation: given back and taken again by a waiting attempt, released at the end. */
+    class Hold implements Permit {
+      release: Effect.Effect<void> | undefined
+      constructor(release: Effect.Effect<void>) {
+        this.release = release
+      }
+      held(): boolean {
+        return this.release !== undefined
+      }
+      get give(): Effect.Effect<void> {
+        return Effect.sync(() => {
+          const releasing = this.release
+          this.release = undefined
+          return releasing
+        }).pipe(Effect.flatMap((releasing) => releasing ?? Effect.void))
+      }
+      get take(): Effect.Effect<void> {
+        return Effect.uninterruptibleMask((restore) =>
+          Effect.suspend(() =>
+            this.release !== undefined
+              ? Effect.void
+              : Effect.map(restore(takePermit(Number.POSITIVE_INFINITY)), (release) => {
+                this.release = release
+              })
+          )
+        )
       }
     }
 
@@ -369,17 +387,12 @@ export const make = (options: Options): Effect.Effect<Controller> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const { wait } = admitOptions
-          const scope = yield* Scope.make()
-          const millis = wait === "untilFree" ? Number.POSITIVE_INFINITY : wait.millis
-          const taken = yield* restore(takeInto(scope, millis)).pipe(
-            Effect.onInterrupt(() => Scope.close(scope, Exit.void))
-          )
-          if (!taken) {
-            yield* Scope.close(scope, Exit.void)
+          const taken = yield* restore(takePermit(wait === "untilFree" ? Number.POSITIVE_INFINITY : wait.millis))
+          if (taken === undefined) {
             yield* shed("QueueTimeout")
             return yield* Effect.fail((wait as Exclude<Wait<E2>, "untilFree">).orElse())
           }
-          const permit = permitIn(scope)
+          const permit = new Hold(taken)
           yield* Metric.update(metrics.admitted, 1)
           const atStart = inFlight
           const startedAt = yield* Clock.currentTimeMillis
@@ -387,7 +400,7 @@ export const make = (options: Options): Effect.Effect<Controller> =>
           const now = yield* Clock.currentTimeMillis
           const random = yield* Random.Random
           const outcome = (admitOptions.classify ?? Outcome.ofExit)(exit)
-          yield* permit.release
+          yield* permit.give
           yield* commit(
             learn(state, policy, {
               sample: { outcome, inFlight: atStart, millis: now - startedAt },
