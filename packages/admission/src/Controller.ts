@@ -316,25 +316,22 @@ export const make = (options: Options): Effect.Effect<Controller> =>
     const giveBack = Effect.suspend(() => Effect.andThen(count(-1), semaphore.release(1)))
 
     /**
-     * Takes a permit within `millis` (0: only a free one; infinite: until one is free, interruptibly), counted in
-     * flight; the release of what it took, or `undefined` when none came. A wait goes through a scope of its own
-     * (`takeScoped`), so an interruption at any point gives back exactly what was taken.
+     * Takes a permit within `millis` (0: only a free one; infinite: until one is free), counted in flight; the
+     * release of what it took, or `undefined` when none came. Run it uninterruptibly: only the wait is made
+     * interruptible, with the caller's `restore` (as `Semaphore.takeScoped` does), and it goes through a scope of its
+     * own, so an interruption at any point gives back exactly what was taken and the caller keeps what it returns.
      */
-    const takePermit = (millis: number): Effect.Effect<Effect.Effect<void> | undefined> =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(semaphore.takeIfAvailable(1), (free) =>
-          free
-            ? Effect.as(count(1), giveBack)
-            : millis === 0
-            ? Effect.undefined
-            : waitForPermit(millis, restore))
-      )
+    type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+    const takePermit = (millis: number, restore: Restore): Effect.Effect<Effect.Effect<void> | undefined> =>
+      Effect.flatMap(semaphore.takeIfAvailable(1), (free) =>
+        free
+          ? Effect.as(count(1), giveBack)
+          : millis === 0
+          ? Effect.undefined
+          : waitForPermit(millis, restore))
 
     /** {@link takePermit} when none is free: the wait, through a scope of its own. */
-    const waitForPermit = (
-      millis: number,
-      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-    ): Effect.Effect<Effect.Effect<void> | undefined> =>
+    const waitForPermit = (millis: number, restore: Restore): Effect.Effect<Effect.Effect<void> | undefined> =>
       Effect.gen(function*() {
         const scope = yield* Scope.make()
         const acquire = Scope.provide(semaphore.takeScoped(1), scope)
@@ -369,7 +366,7 @@ export const make = (options: Options): Effect.Effect<Controller> =>
           Effect.suspend(() =>
             this.release !== undefined
               ? Effect.void
-              : Effect.map(restore(takePermit(Number.POSITIVE_INFINITY)), (release) => {
+              : Effect.map(takePermit(Number.POSITIVE_INFINITY, restore), (release) => {
                 this.release = release
               })
           )
@@ -387,7 +384,7 @@ export const make = (options: Options): Effect.Effect<Controller> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
           const { wait } = admitOptions
-          const taken = yield* restore(takePermit(wait === "untilFree" ? Number.POSITIVE_INFINITY : wait.millis))
+          const taken = yield* takePermit(wait === "untilFree" ? Number.POSITIVE_INFINITY : wait.millis, restore)
           if (taken === undefined) {
             yield* shed("QueueTimeout")
             return yield* Effect.fail((wait as Exclude<Wait<E2>, "untilFree">).orElse())
