@@ -26,7 +26,7 @@
  *   BENCH_TRACE=1 …   # also prints the gate's metrics every second after the release
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Breaker, Circuit, Settings as Admission } from "@resilience/admission"
+import { Breaker, Settings as Admission } from "@resilience/admission"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
@@ -339,7 +339,7 @@ const program = Effect.gen(function*() {
   }
   console.log(
     `bound the gate's settings imply, per instance, while the database stays unavailable: one probe per open window, the windows ${
-      Breaker.nominalWindows(Circuit.policy(defaults), 7).join(", ")
+      Breaker.nominalWindows(Admission.policy(defaults).breaker, 7).join(", ")
     } ms (each ×[${1 - defaults.openJitterRatio}, ${
       1 + defaults.openJitterRatio
     }]), plus once per trip the requests already admitted (at most the limit, ${defaults.maxConcurrency}; here at most the ${clients} clients)`

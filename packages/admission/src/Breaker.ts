@@ -1,7 +1,7 @@
 /**
  * The circuit breaker as pure functions of its state, the time and a uniform draw (like `@resilience/jitter`'s
- * `Jitter` and `PollBackoff`): the one implementation behind the API's admission gate ({@link Circuit}), the
- * deriver's checkout gate and the fleet simulator.
+ * `Jitter` and `PollBackoff`): the one implementation behind the admission {@link Controller} (the API's
+ * request gate and the deriver's checkout gate) and the fleet simulator.
  *
  * Closed, it counts the last `2 × tripFailures` outcomes and opens when `tripFailures` of them were
  * unavailable. Open, it sheds everything for a window; after the window the next caller is the one probe
@@ -17,6 +17,7 @@ import { PollBackoff } from "@resilience/jitter"
 /**
  * What the breaker needs to know.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Policy {
@@ -29,6 +30,7 @@ export interface Policy {
 /**
  * The three phases.
  *
+ * @category models
  * @since 0.2.0
  */
 export type Phase = "Closed" | "HalfOpen" | "Open"
@@ -36,6 +38,7 @@ export type Phase = "Closed" | "HalfOpen" | "Open"
 /**
  * The breaker's state.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface State {
@@ -55,6 +58,7 @@ export interface State {
 /**
  * A closed circuit, with the base window next.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const initial = (policy: Policy): State => ({
@@ -69,6 +73,7 @@ export const initial = (policy: Policy): State => ({
 /**
  * What the breaker says to a caller: run (`pass`), run as the one probe (`probe`), or do not run (`shed`).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Decision = "pass" | "probe" | "shed"
@@ -78,6 +83,7 @@ export type Decision = "pass" | "probe" | "shed"
  * `early`, an open circuit lets the caller probe before its window ends (when no probe runs): for a caller
  * whose own schedule already spaces its attempts, such as the deriver's poll on the spec's backoff.
  *
+ * @category transitions
  * @since 0.2.0
  */
 export const enter = (state: State, now: number, early = false): readonly [Decision, State] => {
@@ -96,6 +102,7 @@ export const enter = (state: State, now: number, early = false): readonly [Decis
 /**
  * How long until the circuit lets a probe through: the rest of the open window (0 when not open).
  *
+ * @category getters
  * @since 0.2.0
  */
 export const retryAfterMillis = (state: State, now: number): number =>
@@ -105,6 +112,7 @@ export const retryAfterMillis = (state: State, now: number): number =>
  * What a call that ran says about the database: unavailable, answered, or nothing (interrupted, or a failure
  * that is not about the database, such as this process's own pool being full).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Outcome = "Unavailable" | "Answered" | "Ignored"
@@ -121,6 +129,7 @@ const open = (state: State, policy: Policy, now: number, u: number, failedProbes
 /**
  * How a call that ran ended, for {@link settle}.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Settled {
@@ -139,6 +148,7 @@ export interface Settled {
 /**
  * Whether settling `outcome` on `state` opens a window (the one case where {@link settle} asks for a draw).
  *
+ * @category predicates
  * @since 0.2.0
  */
 export const opens = (state: State, policy: Policy, outcome: Outcome, probe: boolean): boolean => {
@@ -163,6 +173,7 @@ const record = (state: State, policy: Policy, failed: boolean) => {
  *
  * `draw` is called once, and only when a window opens.
  *
+ * @category transitions
  * @since 0.2.0
  */
 export const settle = (state: State, policy: Policy, settled: Settled): State => {
@@ -185,6 +196,7 @@ export const settle = (state: State, policy: Policy, settled: Settled): State =>
 /**
  * The probe gave up before it ran (e.g. no permit in time): the next caller probes instead.
  *
+ * @category transitions
  * @since 0.2.0
  */
 export const abandon = (state: State): State => state.probing ? { ...state, probing: false } : state
@@ -192,6 +204,7 @@ export const abandon = (state: State): State => state.probing ? { ...state, prob
 /**
  * The nominal open windows in order, for documentation and tests: base, ×multiplier, … capped (`count` of them).
  *
+ * @category getters
  * @since 0.2.0
  */
 export const nominalWindows = (policy: Policy, count: number): ReadonlyArray<number> => {

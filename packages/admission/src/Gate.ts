@@ -4,19 +4,21 @@
  * permit of the adaptive limit (shed when none comes), then runs. A shed request makes no connection
  * attempt; an admitted one makes whatever its effect makes (with `DbSession.oneCheckout`: at most one).
  *
+ * It is the {@link Controller} with the API's policy and `gate="request"`: the deriver's checkout gate drives the
+ * same controller, with the same metrics and logs.
+ *
  * @since 0.1.0
  */
-import { Clock, type Config, Context, Effect, Layer, Metric, Option, type Scope, Semaphore } from "effect"
-import * as Circuit from "./Circuit.ts"
-import * as Limit from "./Limit.ts"
-import * as Metrics from "./Metrics.ts"
-import * as Outcome from "./Outcome.ts"
+import { type Config, Context, Effect, Layer } from "effect"
+import type * as Breaker from "./Breaker.ts"
+import * as Controller from "./Controller.ts"
 import * as Settings from "./Settings.ts"
 import * as Shed from "./Shed.ts"
 
 /**
  * The gate as a service.
  *
+ * @category services
  * @since 0.1.0
  */
 export class Gate extends Context.Service<Gate, {
@@ -29,25 +31,20 @@ export class Gate extends Context.Service<Gate, {
 /**
  * What a gate is doing now.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Snapshot {
   readonly enabled: boolean
   readonly limit: number
   readonly inFlight: number
-  readonly circuit: "Closed" | "HalfOpen" | "Open"
+  readonly circuit: Breaker.Phase
 }
-
-const shed = (error: Shed.Shed) =>
-  Effect.gen(function*() {
-    yield* Metric.update(Metrics.shedFor(error.reason), 1)
-    yield* Effect.annotateCurrentSpan({ "admission.shed": true, "admission.shed.reason": error.reason })
-    return yield* error
-  })
 
 /**
  * A gate that admits everything (`enabled: false`): the behaviour without the gate.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const disabled: Gate["Service"] = Gate.of({
@@ -56,76 +53,37 @@ export const disabled: Gate["Service"] = Gate.of({
 })
 
 /**
- * Builds a gate with validated settings; its circuit's bookkeeping lives as long as the scope.
+ * Builds a gate with validated settings: a {@link Controller} with the settings' policy
+ * ({@link Settings.policy}) and `gate="request"`, asking the circuit per request (shed while it is open, or
+ * while the probe runs), then waiting at most `queueTimeoutMillis` for a permit.
  *
+ * @category constructors
  * @since 0.1.0
  */
-export const make = (settings: Settings.Settings): Effect.Effect<Gate["Service"], never, Scope.Scope> =>
+export const make = (settings: Settings.Settings): Effect.Effect<Gate["Service"]> =>
   Effect.gen(function*() {
     if (!settings.enabled) return disabled
-    let limit = Limit.initial(settings)
-    let inFlight = 0
-    const permits = yield* Semaphore.make(limit)
-    const circuit = yield* Circuit.make(settings)
-    yield* Metric.update(Metrics.limit, limit)
-    yield* Metric.update(Metrics.inFlight, 0)
-
-    /** A permit for the rest of the scope, or `false` when none came within the queueing bound. */
-    const acquire: Effect.Effect<boolean, never, Scope.Scope> = Effect.uninterruptible(
-      Effect.flatMap(permits.takeIfAvailable(1), (taken) =>
-        taken
-          ? Effect.as(Effect.addFinalizer(() => permits.release(1)), true)
-          : settings.queueTimeoutMillis === 0
-          ? Effect.succeed(false)
-          : Effect.interruptible(
-            Effect.map(
-              Effect.timeoutOption(permits.takeScoped(1), settings.queueTimeoutMillis),
-              Option.isSome
-            )
-          ))
-    )
-
-    const learn = (sample: Limit.Sample) =>
-      Effect.suspend(() => {
-        const next = Limit.next(limit, sample, settings)
-        if (next === limit) return Effect.void
-        limit = next
-        return Effect.andThen(permits.resize(next), Metric.update(Metrics.limit, next))
-      })
-
-    const enter = Effect.sync(() => ++inFlight).pipe(
-      Effect.tap((n) => Metric.update(Metrics.inFlight, n))
-    )
-    const leave = Effect.sync(() => --inFlight).pipe(
-      Effect.flatMap((n) => Metric.update(Metrics.inFlight, n))
-    )
-
-    const admitted = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Shed.Shed, R> =>
-      Effect.scoped(Effect.gen(function*() {
-        if (!(yield* acquire)) return yield* shed(new Shed.Shed({ reason: "QueueTimeout" }))
-        yield* Metric.update(Metrics.admitted, 1)
-        const atStart = yield* Effect.acquireRelease(enter, () => leave)
-        const startedAt = yield* Clock.currentTimeMillis
-        const exit = yield* Effect.exit(effect)
-        const millis = (yield* Clock.currentTimeMillis) - startedAt
-        yield* learn({ outcome: Outcome.ofExit(exit), inFlight: atStart, millis })
-        return yield* exit
-      }))
-
+    const controller = yield* Controller.make({
+      policy: Settings.policy(settings),
+      gate: "request",
+      holds: "requests"
+    })
+    const wait: Controller.Wait<Shed.Shed> = {
+      millis: settings.queueTimeoutMillis,
+      orElse: () => new Shed.Shed({ reason: "QueueTimeout" })
+    }
     const run = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Shed.Shed, R> =>
-      circuit.execute(admitted(effect)).pipe(
-        Effect.catchIf(
-          (error): error is Shed.Shed => Shed.isShed(error) && error.reason !== "QueueTimeout",
-          shed
-        )
-      ) as Effect.Effect<A, E | Shed.Shed, R>
+      controller.attempt(controller.admit(() => effect, { wait }), { orElse: (shed) => shed })
 
-    const snapshot = Effect.map(circuit.state, (state): Snapshot => ({
-      enabled: true,
-      limit,
-      inFlight,
-      circuit: state
-    }))
+    const snapshot = Effect.gen(function*() {
+      const state = yield* controller.state
+      return {
+        enabled: true,
+        limit: Controller.permits(state),
+        inFlight: yield* controller.inFlight,
+        circuit: state.circuit.phase
+      } satisfies Snapshot
+    })
 
     return Gate.of({ run, snapshot })
   })
@@ -134,6 +92,7 @@ export const make = (settings: Settings.Settings): Effect.Effect<Gate["Service"]
  * The gate from explicit options (validated; an invalid option is a defect naming it: validate configuration
  * up front with {@link Settings.make}).
  *
+ * @category layers
  * @since 0.1.0
  */
 export const layer = (options: Settings.Options = {}): Layer.Layer<Gate> =>
@@ -142,6 +101,7 @@ export const layer = (options: Settings.Options = {}): Layer.Layer<Gate> =>
 /**
  * The gate from the environment variables `names` gives ({@link Settings.config}).
  *
+ * @category layers
  * @since 0.2.0
  */
 export const layerConfig = (names: Settings.Names): Layer.Layer<Gate, Config.ConfigError> =>
@@ -155,6 +115,7 @@ export const layerConfig = (names: Settings.Names): Layer.Layer<Gate, Config.Con
 /**
  * Runs `effect` through the {@link Gate} in context.
  *
+ * @category combinators
  * @since 0.1.0
  */
 export const run = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Shed.Shed, R | Gate> =>

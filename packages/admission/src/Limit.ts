@@ -13,12 +13,12 @@
  */
 import { PollBackoff } from "@resilience/jitter"
 import type * as Outcome from "./Outcome.ts"
-import type * as Settings from "./Settings.ts"
 
 /**
  * What the limit learns from one admitted request: its outcome, how many requests were in flight when it
  * was admitted (itself included), and how long it held its permit.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Sample {
@@ -30,9 +30,10 @@ export interface Sample {
 /**
  * The limit a gate starts with: the maximum.
  *
+ * @category constructors
  * @since 0.1.0
  */
-export const initial = (settings: Settings.Settings): number => settings.maxConcurrency
+export const initial = (bounds: Pick<Bounds, "maxConcurrency">): number => bounds.maxConcurrency
 
 /**
  * The next limit after one sample:
@@ -42,6 +43,7 @@ export const initial = (settings: Settings.Settings): number => settings.maxConc
  *   doubles the limit per round trip when it is full, so it recovers in a few round trips);
  * - otherwise (`Ignored`, or a limit that is not the bottleneck): unchanged.
  *
+ * @category transitions
  * @since 0.1.0
  */
 export const next = (limit: number, sample: Sample, settings: Bounds): number => {
@@ -63,15 +65,26 @@ const decrease = (limit: number, settings: Bounds): number =>
   Math.max(settings.minConcurrency, Math.floor(limit * settings.decreaseRatio))
 
 /**
- * What {@link next} reads of the settings.
+ * What {@link next} reads of the settings (the gate's `Settings` have these fields).
  *
+ * @category models
  * @since 0.2.0
  */
-export type Bounds = Pick<Settings.Settings, "minConcurrency" | "maxConcurrency" | "decreaseRatio" | "slowMillis">
+export interface Bounds {
+  /** The limit never falls below this. */
+  readonly minConcurrency: number
+  /** The limit never exceeds this. */
+  readonly maxConcurrency: number
+  /** The multiplicative decrease, in (0, 1). */
+  readonly decreaseRatio: number
+  /** An answer slower than this (ms) counts as overload; 0 disables. */
+  readonly slowMillis: number
+}
 
 /**
  * A limit's policy: its bounds, when it grows, and the optional hold after a decrease.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface Policy extends Bounds {
@@ -87,6 +100,7 @@ export interface Policy extends Bounds {
 /**
  * The limit with its hold.
  *
+ * @category models
  * @since 0.2.0
  */
 export interface State {
@@ -100,6 +114,7 @@ export interface State {
 /**
  * The state a process starts with: the maximum, no hold.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const start = (policy: Policy): State => ({
@@ -109,21 +124,38 @@ export const start = (policy: Policy): State => ({
 })
 
 /**
- * The state after one sample at `now` (`u`: a uniform draw for the hold's jitter): the limit moves as in
- * {@link next} (with `always` growth, every answer counts as a busy one), except that it does not grow before
- * `growAfter`. A decrease past `growAfter` starts a new hold (`now + jitter(hold)`, then the hold steps); a
- * decrease within a hold keeps it. Reaching the maximum resets the hold to its base.
+ * What {@link update} learns from: one sample at `now`, and a uniform draw in [0, 1) for the jitter of a new
+ * hold, taken only when the sample starts one (as `Breaker.settle` takes its draw only when a window opens).
  *
+ * @category models
+ * @since 0.3.0
+ */
+export interface Learned {
+  readonly sample: Sample
+  /** When the sample ended (ms). */
+  readonly now: number
+  /** Called at most once, and only when a new hold starts. */
+  readonly draw: () => number
+}
+
+/**
+ * The state after one sample: the limit moves as in {@link next} (with `always` growth, every answer counts as a
+ * busy one), except that it does not grow before `growAfter`. A decrease past `growAfter` starts a new hold
+ * (`now + jitter(hold)`, then the hold steps); a decrease within a hold keeps it. Reaching the maximum resets the
+ * hold to its base.
+ *
+ * @category transitions
  * @since 0.2.0
  */
-export const update = (state: State, sample: Sample, policy: Policy, now: number, u: number): State => {
+export const update = (state: State, policy: Policy, learned: Learned): State => {
+  const { draw, now, sample } = learned
   const busy = policy.growth === "always" ? { ...sample, inFlight: state.limit } : sample
   const limit = next(state.limit, busy, policy)
   if (limit < state.limit) {
     if (policy.hold === undefined || state.hold === undefined || now < state.growAfter) return { ...state, limit }
     return {
       limit,
-      growAfter: now + PollBackoff.sleepFrom(state.hold, policy.hold, u),
+      growAfter: now + PollBackoff.sleepFrom(state.hold, policy.hold, draw()),
       hold: PollBackoff.step(state.hold, policy.hold)
     }
   }
@@ -135,6 +167,7 @@ export const update = (state: State, sample: Sample, policy: Policy, now: number
  * The database answered after an outage (a circuit closed): the hold ends and returns to its base, so the
  * limit climbs back at once, one per answer.
  *
+ * @category transitions
  * @since 0.2.0
  */
 export const recovered = (state: State, policy: Policy): State => ({ ...start(policy), limit: state.limit })

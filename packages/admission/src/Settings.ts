@@ -8,10 +8,12 @@
 import { PollBackoff } from "@resilience/jitter"
 import { InvalidParameter, Parameters } from "@resilience/parameters"
 import { Config, Duration, Effect, Option, Schema } from "effect"
+import type * as Controller from "./Controller.ts"
 
 /**
  * Validated settings, in plain numbers.
  *
+ * @category models
  * @since 0.1.0
  */
 export interface Settings {
@@ -47,6 +49,7 @@ export interface Settings {
 /**
  * Settings as given; every field has a default ({@link defaults}).
  *
+ * @category models
  * @since 0.1.0
  */
 export type Options = Partial<Settings>
@@ -60,6 +63,7 @@ export type Options = Partial<Settings>
  * 2, 4, 8, 16 and at most 30 s (the spec's cap of the deriver's poll backoff) while probes keep failing, each
  * window jittered by ±50 %; each unavailable or overloaded outcome cuts the limit by 10 %.
  *
+ * @category constants
  * @since 0.1.0
  */
 export const defaults: Settings = {
@@ -134,6 +138,7 @@ const ordered = (settings: Settings, names: Record<"min" | "max" | "open" | "ope
  * Validates options over {@link defaults}: every number within its range, and `minConcurrency` ≤
  * `maxConcurrency`. The error names the parameter, the value and what is allowed.
  *
+ * @category constructors
  * @since 0.1.0
  */
 export const make = (options: Options = {}): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
@@ -158,6 +163,7 @@ export const make = (options: Options = {}): Effect.Effect<Settings, InvalidPara
  * not read from the environment): the application chooses them (this repository's API passes `API_ADMISSION_*`,
  * from `@resilience/environment`).
  *
+ * @category models
  * @since 0.2.0
  */
 export type Names = { readonly [K in Exclude<keyof Settings, "decreaseRatio">]: string }
@@ -170,6 +176,7 @@ const fromEnv = <K extends keyof typeof rules & keyof Names>(names: Names, key: 
  * defaults to 30 s or the open window, whichever is longer). A value outside its range, the minimum concurrency
  * above the maximum, or the open window's cap below the open window, is a `ConfigError` that names the variable.
  *
+ * @category constructors
  * @since 0.2.0
  */
 export const config = (names: Names): Config.Config<Settings> =>
@@ -197,3 +204,32 @@ export const config = (names: Names): Config.Config<Settings> =>
       })
     )
   )
+
+/**
+ * The controller's policy of the settings (`@resilience/fleet-sim` reads it too): the limit within
+ * `[minConcurrency, maxConcurrency]`, growing by one per answer while at least half of it is in use, with no hold
+ * after a decrease; the circuit tripping on `tripFailures`, its windows `openMillis` × 2 per failed probe, capped
+ * at `openMaxMillis`, jittered by `openJitterRatio`.
+ *
+ * @category policies
+ * @since 0.3.0
+ */
+export const policy = (settings: Settings): Controller.Policy => ({
+  limit: {
+    minConcurrency: settings.minConcurrency,
+    maxConcurrency: settings.maxConcurrency,
+    decreaseRatio: settings.decreaseRatio,
+    slowMillis: settings.slowMillis,
+    growth: "whenBusy"
+  },
+  breaker: {
+    tripFailures: settings.tripFailures,
+    windows: {
+      baseMillis: settings.openMillis,
+      multiplier: 2,
+      maxMillis: Math.max(settings.openMillis, settings.openMaxMillis),
+      enabled: true,
+      ratio: settings.openJitterRatio
+    }
+  }
+})

@@ -35,11 +35,12 @@ export * as Limit from "./Limit.ts"
 export * as Breaker from "./Breaker.ts"
 
 /**
- * The gate's circuit: {@link Breaker} on Effect's `Clock` and `Random`, with metrics and logs.
+ * The admission controller: {@link Limit} and {@link Breaker} on Effect's `Semaphore` and `Latch`, with metrics
+ * and logs by `gate`; the API's request gate and the deriver's checkout gate both drive it.
  *
- * @since 0.1.0
+ * @since 0.3.0
  */
-export * as Circuit from "./Circuit.ts"
+export * as Controller from "./Controller.ts"
 
 /**
  * What one request's exit says about the database.

@@ -57,37 +57,43 @@ describe("Limit.update (with a hold, as the deriver's gate uses it)", () => {
 
   it("a burst of refusals halves the limit down to 1 and starts one hold", () => {
     let state = Limit.start(policy)
-    for (let i = 0; i < 9; i++) state = Limit.update(state, unavailable, policy, 0, 0.5)
+    for (let i = 0; i < 9; i++) state = Limit.update(state, policy, { sample: unavailable, now: 0, draw: () => 0.5 })
     assert.strictEqual(state.limit, 1)
     assert.strictEqual(state.growAfter, 1000, "now + the base hold")
     assert.strictEqual(state.hold?.currentMillis, 2000, "the hold stepped once for the burst")
   })
 
   it("no growth before the hold ends; then one per answer (always, busy or not); the maximum resets the hold", () => {
-    let state = Limit.update(Limit.start(policy), unavailable, policy, 0, 0.5) // 9 → 4, hold until 1 s
-    state = Limit.update(state, answered, policy, 999, 0.5)
+    let state = Limit.update(Limit.start(policy), policy, { sample: unavailable, now: 0, draw: () => 0.5 }) // 9 → 4, hold until 1 s
+    state = Limit.update(state, policy, { sample: answered, now: 999, draw: () => 0.5 })
     assert.strictEqual(state.limit, 4, "held")
-    state = Limit.update(state, answered, policy, 1000, 0.5)
+    state = Limit.update(state, policy, { sample: answered, now: 1000, draw: () => 0.5 })
     assert.strictEqual(state.limit, 5)
-    for (let i = 0; i < 4; i++) state = Limit.update(state, answered, policy, 1001 + i, 0.5)
+    for (let i = 0; i < 4; i++) {
+      state = Limit.update(state, policy, {
+        sample: answered,
+        now: 1001 + i,
+        draw: () => 0.5
+      })
+    }
     assert.deepStrictEqual(state, Limit.start(policy), "back at the maximum with the base hold")
   })
 
   it("a refusal after the hold ends starts the next, longer hold; within a hold it keeps the one running", () => {
-    let state = Limit.update(Limit.start(policy), unavailable, policy, 0, 0.5) // hold until 1 s, next 2 s
-    state = Limit.update(state, unavailable, policy, 500, 0.5)
+    let state = Limit.update(Limit.start(policy), policy, { sample: unavailable, now: 0, draw: () => 0.5 }) // hold until 1 s, next 2 s
+    state = Limit.update(state, policy, { sample: unavailable, now: 500, draw: () => 0.5 })
     assert.strictEqual(state.growAfter, 1000)
-    state = Limit.update(state, unavailable, policy, 1000, 0.5)
+    state = Limit.update(state, policy, { sample: unavailable, now: 1000, draw: () => 0.5 })
     assert.strictEqual(state.growAfter, 3000, "1 s + the 2 s hold")
     assert.strictEqual(state.hold?.currentMillis, 4000)
   })
 
   it("recovered: the hold ends at once and returns to its base", () => {
-    let state = Limit.update(Limit.start(policy), unavailable, policy, 0, 0.5)
-    state = Limit.update(state, unavailable, policy, 1000, 0.5)
+    let state = Limit.update(Limit.start(policy), policy, { sample: unavailable, now: 0, draw: () => 0.5 })
+    state = Limit.update(state, policy, { sample: unavailable, now: 1000, draw: () => 0.5 })
     state = Limit.recovered(state, policy)
     assert.deepStrictEqual(state, { ...Limit.start(policy), limit: 2 })
-    assert.strictEqual(Limit.update(state, answered, policy, 1001, 0.5).limit, 3)
+    assert.strictEqual(Limit.update(state, policy, { sample: answered, now: 1001, draw: () => 0.5 }).limit, 3)
   })
 
   it("without a hold and with whenBusy growth it is next()", () => {
@@ -95,7 +101,7 @@ describe("Limit.update (with a hold, as the deriver's gate uses it)", () => {
     let state = Limit.start(plain)
     for (const sample of [unavailable, answered, { ...answered, inFlight: 19 }]) {
       const expected = Limit.next(state.limit, sample, plain)
-      state = Limit.update(state, sample, plain, 0, 0.5)
+      state = Limit.update(state, plain, { sample: sample, now: 0, draw: () => 0.5 })
       assert.strictEqual(state.limit, expected)
     }
   })

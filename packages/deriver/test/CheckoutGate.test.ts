@@ -4,6 +4,7 @@
  * counting proxy (the session that handlers get).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Controller, type Outcome } from "@resilience/admission"
 import { ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-session"
 import type { Driver } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
@@ -15,63 +16,62 @@ import * as CheckoutGate from "../src/CheckoutGate.ts"
 
 const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0 }
 const policy = CheckoutGate.policy(9, backoff)
+const draw = () => 0.5
 
-/** `n` checkouts start, each makes a connection attempt, and all fail as unavailable at `now`. */
-const failAll = (state: CheckoutGate.State, n: number, now: number) => {
+/** A checkout ended with `outcome` at `now`: the limit learns from it. */
+const finish = (state: Controller.State, outcome: Outcome.Outcome, now: number) =>
+  Controller.learn(state, policy, { sample: { outcome, inFlight: 1, millis: 0 }, now, draw })
+
+/** `n` checkouts each make a connection attempt at `now` (all begun before any ends), and all fail as unavailable. */
+const failAll = (state: Controller.State, n: number, now: number) => {
   let next = state
   const probes: Array<boolean> = []
   for (let i = 0; i < n; i++) {
-    const [admitted, started] = CheckoutGate.admit(next)
-    assert.strictEqual(admitted, "pass")
-    const [decision, attempting] = CheckoutGate.enterAttempt(started, now)
+    const [decision, attempting] = Controller.enter(next, now)
     assert.include(["pass", "probe"], decision)
     probes.push(decision === "probe")
     next = attempting
   }
   for (const probe of probes) {
-    next = CheckoutGate.settleAttempt(next, policy, "Unavailable", probe, now, 0.5)
-    next = CheckoutGate.settle(next, policy, "Unavailable", now, 0.5)
+    next = Controller.settle(next, policy, { outcome: "Unavailable", probe, now, draw })
+    next = finish(next, "Unavailable", now)
   }
   return next
 }
 
 /** One checkout that makes a connection attempt (the probe, if the circuit says so) and ends with `outcome`. */
-const attemptOnce = (state: CheckoutGate.State, outcome: "Answered" | "Unavailable", now: number, early = false) => {
-  const [, started] = CheckoutGate.admit(state)
-  const [decision, attempting] = CheckoutGate.enterAttempt(started, now, early)
+const attemptOnce = (state: Controller.State, outcome: "Answered" | "Unavailable", now: number, early = false) => {
+  const [decision, attempting] = Controller.enter(state, now, early)
   assert.notStrictEqual(decision, "shed")
-  const attempted = CheckoutGate.settleAttempt(attempting, policy, outcome, decision === "probe", now, 0.5)
-  return CheckoutGate.settle(attempted, policy, outcome, now, 0.5)
+  const attempted = Controller.settle(attempting, policy, { outcome, probe: decision === "probe", now, draw })
+  return finish(attempted, outcome, now)
 }
 
 /** One checkout on a connection the pool already had (no attempt), ending with `outcome`. */
-const reuseOnce = (state: CheckoutGate.State, outcome: "Answered" | "Unavailable", now: number) => {
-  const [, started] = CheckoutGate.admit(state)
-  return CheckoutGate.settle(started, policy, outcome, now, 0.5)
-}
+const reuseOnce = (state: Controller.State, outcome: "Answered" | "Unavailable", now: number) =>
+  finish(state, outcome, now)
 
-describe("CheckoutGate (pure)", () => {
+describe("CheckoutGate.policy (pure, on the admission controller's transitions)", () => {
   it("a burst of refusals halves the limit to 1, starts one hold and opens the circuit for the base window", () => {
-    const state = failAll(CheckoutGate.initial(policy), 9, 0)
+    const state = failAll(Controller.initial(policy), 9, 0)
     assert.strictEqual(state.limit.limit, 1)
-    assert.strictEqual(state.inFlight, 0)
     assert.strictEqual(state.limit.growAfter, 1000)
     assert.strictEqual(state.circuit.phase, "Open")
     assert.strictEqual(state.circuit.openUntil, 1000)
-    assert.strictEqual(CheckoutGate.admit(state)[0], "pass", "a checkout may start (it may reuse a connection)")
-    assert.strictEqual(CheckoutGate.enterAttempt(state, 999)[0], "shed", "its attempt waits for the window")
-    assert.strictEqual(CheckoutGate.enterAttempt(state, 1000)[0], "probe", "then probes")
-    assert.strictEqual(CheckoutGate.enterAttempt(state, 10, true)[0], "probe", "the poll may probe at once")
-    assert.isFalse(CheckoutGate.isBlocked(state, 10))
-    assert.isTrue(CheckoutGate.isBlocked(CheckoutGate.enterAttempt(state, 10, true)[1], 10), "one probe at a time")
+    assert.strictEqual(Controller.permits(state), 1, "a checkout may start (it may reuse a connection)")
+    assert.strictEqual(Controller.enter(state, 999)[0], "shed", "its attempt waits for the window")
+    assert.strictEqual(Controller.enter(state, 1000)[0], "probe", "then probes")
+    assert.strictEqual(Controller.enter(state, 10, true)[0], "probe", "the poll may probe at once")
+    assert.isFalse(Controller.blocked(state, 10))
+    assert.isTrue(Controller.blocked(Controller.enter(state, 10, true)[1], 10), "one probe at a time")
   })
 
   it("failed probes lengthen the window on the poll schedule (1, 2, 4, … 30 s)", () => {
-    let state = failAll(CheckoutGate.initial(policy), 9, 0)
+    let state = failAll(Controller.initial(policy), 9, 0)
     const windows: Array<number> = []
     for (let i = 0; i < 6; i++) {
       const now = state.circuit.openUntil
-      assert.strictEqual(CheckoutGate.enterAttempt(state, now)[0], "probe")
+      assert.strictEqual(Controller.enter(state, now)[0], "probe")
       state = attemptOnce(state, "Unavailable", now)
       windows.push(state.circuit.openUntil - now)
     }
@@ -79,29 +79,30 @@ describe("CheckoutGate (pure)", () => {
   })
 
   it("an answered probe closes the circuit and ends the hold: the limit climbs one per answer at once", () => {
-    let state = attemptOnce(failAll(CheckoutGate.initial(policy), 9, 0), "Answered", 1000)
+    let state = attemptOnce(failAll(Controller.initial(policy), 9, 0), "Answered", 1000)
     assert.strictEqual(state.circuit.phase, "Closed")
     assert.strictEqual(state.limit.growAfter, 0)
     assert.strictEqual(state.limit.limit, 2, "the probe's own answer counted")
     for (let i = 0; i < 7; i++) state = reuseOnce(state, "Answered", 1001)
     assert.strictEqual(state.limit.limit, 9)
-    assert.strictEqual(CheckoutGate.headroom(state, 1001), 9)
+    assert.strictEqual(Controller.permits(state), 9)
+    assert.isFalse(Controller.blocked(state, 1001))
   })
 
   it("answers on kept connections are no evidence: they neither close the circuit nor end the hold", () => {
-    let state = failAll(CheckoutGate.initial(policy), 9, 0)
+    let state = failAll(Controller.initial(policy), 9, 0)
     for (let i = 0; i < 20; i++) state = reuseOnce(state, "Answered", 10 + i)
     assert.strictEqual(state.circuit.phase, "Open", "still open: no new connection was made")
     assert.strictEqual(state.circuit.openUntil, 1000)
     assert.strictEqual(state.limit.limit, 1, "held until 1 s")
-    assert.strictEqual(CheckoutGate.enterAttempt(state, 500)[0], "shed", "a new connection still waits")
+    assert.strictEqual(Controller.enter(state, 500)[0], "shed", "a new connection still waits")
     for (let i = 0; i < 20; i++) state = reuseOnce(state, "Answered", 1000 + i)
     assert.strictEqual(state.limit.limit, 9, "after the hold the kept connections' answers grow the limit")
     assert.strictEqual(state.circuit.phase, "Open", "but the circuit stays open until an attempt is answered")
   })
 
   it("scattered refused attempts lower the limit; the circuit counts attempts only", () => {
-    let state = CheckoutGate.initial(policy)
+    let state = Controller.initial(policy)
     state = attemptOnce(state, "Unavailable", 0) // 9 → 4, hold until 1 s
     for (let i = 0; i < 10; i++) state = attemptOnce(state, "Answered", 10 + i)
     assert.strictEqual(state.limit.limit, 4, "held")
@@ -116,29 +117,51 @@ describe("CheckoutGate (pure)", () => {
     assert.strictEqual(state.circuit.phase, "Open", "2 of the last 4 attempts refused")
   })
 
-  it("the limit bounds concurrent checkouts; POOL_EXHAUSTED lowers it but never opens the circuit", () => {
-    const rules = CheckoutGate.policy(2, backoff)
-    const [, one] = CheckoutGate.admit(CheckoutGate.initial(rules))
-    const [, two] = CheckoutGate.admit(one)
-    assert.strictEqual(CheckoutGate.admit(two)[0], "full")
-    assert.strictEqual(CheckoutGate.headroom(two, 0), 0)
+  it("POOL_EXHAUSTED lowers the limit but never opens the circuit", () => {
     // POOL_EXHAUSTED: the checkout waited for a slot of its own pool and made no attempt.
-    const state = CheckoutGate.settle(CheckoutGate.settle(two, rules, "Exhausted", 0, 0.5), rules, "Exhausted", 0, 0.5)
-    assert.strictEqual(state.limit.limit, 1)
+    const state = finish(finish(Controller.initial(policy), "Exhausted", 0), "Exhausted", 0)
+    assert.strictEqual(state.limit.limit, 2)
     assert.strictEqual(state.circuit.phase, "Closed")
   })
 
   it("an interrupted checkout tells nothing", () => {
-    const [, started] = CheckoutGate.admit(CheckoutGate.initial(policy))
-    const [, attempting] = CheckoutGate.enterAttempt(started, 0)
-    const settled = CheckoutGate.settle(
-      CheckoutGate.settleAttempt(attempting, policy, "Ignored", false, 0, 0.5),
-      policy,
+    const [, attempting] = Controller.enter(Controller.initial(policy), 0)
+    const settled = finish(
+      Controller.settle(attempting, policy, { outcome: "Ignored", probe: false, now: 0, draw }),
       "Ignored",
-      0,
-      0.5
+      0
     )
-    assert.deepStrictEqual(settled, CheckoutGate.initial(policy))
+    assert.deepStrictEqual(settled, Controller.initial(policy))
+  })
+
+  it("the draw is taken only when a hold or a window starts", () => {
+    let draws = 0
+    const counted = () => {
+      draws++
+      return 0.5
+    }
+    const jittered = CheckoutGate.policy(9, { ...backoff, ratio: 0.5 })
+    let state = Controller.initial(jittered)
+    for (let i = 0; i < 5; i++) {
+      state = Controller.settle(state, jittered, { outcome: "Answered", probe: false, now: i, draw: counted })
+      state = Controller.learn(state, jittered, {
+        sample: { outcome: "Answered", inFlight: 1, millis: 0 },
+        now: i,
+        draw: counted
+      })
+    }
+    assert.strictEqual(draws, 0, "answers draw nothing")
+    state = Controller.learn(state, jittered, {
+      sample: { outcome: "Unavailable", inFlight: 1, millis: 0 },
+      now: 10,
+      draw: counted
+    })
+    assert.strictEqual(draws, 1, "a decrease past the hold starts one, with one draw")
+    state = Controller.settle(state, jittered, { outcome: "Unavailable", probe: false, now: 10, draw: counted })
+    assert.strictEqual(draws, 1, "one refusal of the last 4 attempts opens no window")
+    state = Controller.settle(state, jittered, { outcome: "Unavailable", probe: false, now: 11, draw: counted })
+    assert.strictEqual(state.circuit.phase, "Open")
+    assert.strictEqual(draws, 2, "the window that opens draws once")
   })
 })
 

@@ -6,7 +6,7 @@
  *
  * @since 0.2.0
  */
-import { Breaker, Circuit, Limit, type Settings as AdmissionSettings } from "@resilience/admission"
+import { Breaker, Limit, Settings as AdmissionSettings } from "@resilience/admission"
 import { IntQueue } from "./IntQueue.ts"
 
 /**
@@ -50,7 +50,7 @@ export class Gate {
   constructor(settings: Settings, draw: () => number) {
     this.settings = settings
     this.limit = Limit.initial(settings)
-    this.policy = Circuit.policy(settings)
+    this.policy = AdmissionSettings.policy(settings).breaker
     this.circuit = Breaker.initial(this.policy)
     this.draw = draw
   }
