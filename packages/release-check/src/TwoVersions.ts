@@ -50,17 +50,17 @@ export interface Release {
 }
 
 /**
- * The previous release as `scripts/pack-install.ts` installed it under `dir` (its apps' `dist/`), as the image
- * runs them.
+ * A release's tree built under `dir` (its apps' `dist/`, importing the packages' `dist/`), run as the image
+ * runs them: plain node, no source condition.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const installed = (label: string, dir: string): Release => ({
+export const built = (label: string, dir: string): Release => ({
   label,
-  migrate: join(dir, "node_modules/@resilience/api-app/dist/migrate.js"),
-  api: join(dir, "node_modules/@resilience/api-app/dist/main.js"),
-  deriver: join(dir, "node_modules/@resilience/deriver-app/dist/main.js"),
+  migrate: join(dir, "apps/api/dist/migrate.js"),
+  api: join(dir, "apps/api/dist/main.js"),
+  deriver: join(dir, "apps/deriver/dist/main.js"),
   nodeArgs: []
 })
 
@@ -114,6 +114,12 @@ interface Running {
   readonly exited: Promise<number | null>
   readonly port: number
 }
+
+/** Children still running when this process exits (a failure, a closed pipe) are killed with it. */
+const children = new Set<ChildProcess>()
+process.once("exit", () => {
+  for (const child of children) child.kill("SIGKILL")
+})
 
 const schemaName = "two_versions"
 const adminToken = "two-versions-admin-token"
@@ -199,8 +205,10 @@ export const run = (options: Options): Effect.Effect<void, TwoVersionsFailed, Sc
             env: env(name, app === "api" ? { API_PORT: String(port) } : { DERIVER_METRICS_PORT: String(port) }),
             stdio: ["ignore", out, out]
           })
+          children.add(child)
           const exited = new Promise<number | null>((resolve) =>
             child.on("exit", (code) => {
+              children.delete(child)
               closeSync(out)
               resolve(code)
             })

@@ -1,7 +1,7 @@
 /**
  * `node --conditions=@resilience/source packages/release-check/src/bin/two-versions.ts --previous DIR --release NAME
- * [--logs DIR] [--writes N]`: {@link TwoVersions.run} with the previous release's apps as `scripts/pack-install.ts`
- * installed them under `--previous` and this workspace's apps; prints each phase, its time and the checker's
+ * [--logs DIR] [--writes N]`: {@link TwoVersions.run} with the previous release's tree built under `--previous` (its
+ * apps' dist/) and this workspace's apps; prints each phase, its time and the checker's
  * verdicts; exits 1 naming the phase that failed. `scripts/two-versions.sh` builds the previous release and runs it.
  */
 import { NodeRuntime } from "@effect/platform-node"
@@ -30,7 +30,7 @@ const root = resolve(import.meta.dirname, "../../../..")
 const started = Date.now()
 
 TwoVersions.run({
-  previous: TwoVersions.installed(values.release, resolve(values.previous)),
+  previous: TwoVersions.built(values.release, resolve(values.previous)),
   current: TwoVersions.workspace(root),
   logs,
   writes: Number(values.writes)
