@@ -81,3 +81,19 @@ export const uncovered = (options: {
     const all = options.manifestChanged.has(pkg.name) ? [`${pkg.dir}/package.json`, ...files] : files
     return all.length > 0 && !options.named.has(pkg.name) ? [{ name: pkg.name, files: all }] : []
   })
+
+/**
+ * The packages a changeset file names: the keys of its front matter (`"@resilience/x": minor`), whatever the
+ * bump (`none` included: the author said the package needs no release).
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const namedBy = (changeset: string): ReadonlyArray<string> => {
+  const front = /^---\r?\n([\s\S]*?)\r?\n---/.exec(changeset)
+  if (front === null) return []
+  return front[1]!.split(/\r?\n/).flatMap((line) => {
+    const found = /^\s*(["']?)(@?[^"':\s]+)\1\s*:\s*(major|minor|patch|none)\s*$/.exec(line)
+    return found === null ? [] : [found[2]!]
+  })
+}

@@ -31,3 +31,10 @@ export * as Changes from "./Changes.ts"
  * @since 0.1.0
  */
 export * as PublishCheck from "./PublishCheck.ts"
+
+/**
+ * Two versions live: the previous release's apps beside this tree's.
+ *
+ * @since 0.1.0
+ */
+export * as TwoVersions from "./TwoVersions.ts"

@@ -61,3 +61,22 @@ describe("Changes.uncovered", () => {
     assert.isTrue(Changes.matches("**", "anything/at/all"))
   })
 })
+
+describe("Changes.namedBy", () => {
+  it("reads the packages of a changeset's front matter, quoted or not", () => {
+    const changeset = `---
+"@resilience/jitter": minor
+'@resilience/schema': patch
+@resilience/model: none
+---
+
+Adds \`Jitter.thing\`: "@resilience/deriver": major is prose, not front matter.
+`
+    assert.deepStrictEqual(Changes.namedBy(changeset), [
+      "@resilience/jitter",
+      "@resilience/schema",
+      "@resilience/model"
+    ])
+    assert.deepStrictEqual(Changes.namedBy("no front matter"), [])
+  })
+})

@@ -5,8 +5,7 @@
  * every published package changed without a changeset, or when the release's commit is not in this clone.
  */
 import { execFileSync, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readdirSync, readFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import * as Changes from "../Changes.ts"
 import * as Releases from "../Releases.ts"
@@ -36,22 +35,14 @@ const shown = spawnSync(process.execPath, [...changeset, `--since=${base}`, "--v
   cwd: root,
   stdio: "inherit"
 })
-// It exits 1 when a package changed and no changeset exists at all: then none names anything, and the list below
-// says which packages need one. The plan reads every pending changeset (a release consumes them all, so they
-// are the ones written since; `--since` would skip those not yet committed).
-const scratch = mkdtempSync(join(tmpdir(), "release-changes-"))
-let named: ReadonlySet<string> = new Set()
-try {
-  const output = join(scratch, "plan.json")
-  execFileSync(process.execPath, [...changeset, `--output=${output}`], { cwd: root, stdio: "ignore" })
-  const plan = JSON.parse(readFileSync(output, "utf8")) as {
-    readonly changesets: ReadonlyArray<{ readonly releases: ReadonlyArray<{ readonly name: string }> }>
-  }
-  named = new Set(plan.changesets.flatMap((c) => c.releases.map((r) => r.name)))
-} catch {
-  // no changeset at all while a package changed: none names anything
-}
-rmSync(scratch, { recursive: true, force: true })
+// It exits 1 when a package changed and no changeset exists at all; the list below says which packages need one.
+// The packages named come from every pending changeset's front matter (a release consumes them all, so they are
+// the ones written since; `changeset status --since` would skip those not yet committed).
+const named = new Set(
+  readdirSync(join(root, ".changeset"))
+    .filter((file) => file.endsWith(".md") && file !== "README.md")
+    .flatMap((file) => Changes.namedBy(readFileSync(join(root, ".changeset", file), "utf8")))
+)
 
 const lines = (text: string) => text.split("\n").filter((line) => line !== "")
 // Against the working tree (tracked files) plus untracked ones: in CI's clean clone that is HEAD.
