@@ -61,6 +61,14 @@ case "$mode" in
         }
       }
       console.log(`release: publishing release ${latest.name} (commit ${latest.commit.slice(0, 7)})`)'
+    # the internal registry only: without a scope registry npm would publish to the public one
+    registry=$(npm config get @resilience:registry)
+    case "$registry" in
+      "" | undefined | null | https://registry.npmjs.org*)
+        fail "no internal registry for @resilience (set @resilience:registry in .npmrc, docs/releasing.md)"
+        ;;
+    esac
+    say "registry: $registry"
     npm run build >/dev/null
     SKIP_BUILD=1 bash scripts/consumer-test.sh
     changeset publish
