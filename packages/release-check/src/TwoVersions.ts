@@ -320,7 +320,12 @@ export const run = (options: Options): Effect.Effect<void, TwoVersionsFailed, Sc
         log(`${count} writes through ${api.name} (${label}): all acknowledged`)
       })
 
-    const verdict = (label: string) =>
+    /**
+     * Settles and reconciles the whole history. `olderSchema`: the schema is still the previous release's, which
+     * this tree's checker may not be able to read (a table or column it reads came with a pending migration:
+     * 42P01, 42703); then the verdict waits for the next phase, which reconciles the same writes.
+     */
+    const verdict = (label: string, olderSchema = false) =>
       Effect.gen(function*() {
         const backlog = yield* Checker.settle(schema, history, "60 seconds")
         const result = yield* Checker.reconcile(schema, history)
@@ -330,7 +335,15 @@ export const run = (options: Options): Effect.Effect<void, TwoVersionsFailed, Sc
         }
       }).pipe(
         Effect.provide(db),
-        Effect.catch((e) => Effect.fail(e._tag === "TwoVersionsFailed" ? e : failure(`the checker: ${e.message}`)))
+        Effect.catch((e) => {
+          if (e._tag === "TwoVersionsFailed") return Effect.fail(e)
+          if (olderSchema && (e.code === "42P01" || e.code === "42703")) {
+            return Effect.sync(() =>
+              log(`checker, ${label}: deferred to the next phase: this checker reads the current schema (${e.message})`)
+            )
+          }
+          return Effect.fail(failure(`the checker: ${e.message}`))
+        })
       )
 
     const timed = <A, E, R>(label: string, effect: Effect.Effect<A, E, R>) =>
@@ -419,7 +432,7 @@ export const run = (options: Options): Effect.Effect<void, TwoVersionsFailed, Sc
           )
           yield* writeThrough(previousApi, `release ${previous.label} while current waits`, writes)
         }
-        yield* verdict(`current apps on release ${previous.label}'s schema`)
+        yield* verdict(`current apps on release ${previous.label}'s schema`, pending > 0)
         yield* stop(api)
         yield* stop(deriver)
       }).pipe(Effect.scoped)
