@@ -25,8 +25,8 @@ const countFunction = (schema: SchemaName.SchemaName, name: string, onlyNewly: s
  * The domain migrations: workspaces (token stored hashed), sessions, messages, peer representations with their
  * term counts and per-session progress, an index of queue items by workspace for the status endpoint, the
  * idempotency keys of writes, the status counts without a scan of history (a partial index of the backlog
- * by workspace, counters of processed and errored items kept by triggers), and a gap-free sequence per session
- * and peer that orders messages by commit.
+ * by workspace, counters of processed and errored items kept by triggers), a gap-free sequence per session
+ * and peer that orders messages by commit, and that sequence drawn for a writer that does not number its rows.
  *
  * @since 0.1.0
  */
@@ -173,6 +173,26 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
          SELECT max(m.seq) FROM ${t(schema, "messages")} m
          WHERE m.workspace = p.workspace AND m.session = p.session AND m.peer = p.peer AND m.id <= p.last_message_id
        ), 0)`
+    ]
+  },
+  {
+    version: 7,
+    name: "message sequence for writers that do not number",
+    // Expand for migration 6 (issue #36): its NOT NULL `seq` refused every insert of a writer built before it
+    // (such a pod still serves while the migration Job runs). A row inserted without `seq` now takes the next
+    // number from the same counter row, locked until commit as `Messages.store` locks it, so the numbering stays
+    // gap-free and in commit order; writers that number (every build since 6) never fire it.
+    up: (schema) => [
+      `CREATE FUNCTION ${t(schema, "message_seq_assign")}() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO ${t(schema, "message_seq")} AS s (workspace, session, peer, last_seq)
+           VALUES (NEW.workspace, NEW.session, NEW.peer, 1)
+         ON CONFLICT (workspace, session, peer) DO UPDATE SET last_seq = s.last_seq + 1
+         RETURNING last_seq INTO NEW.seq;
+         RETURN NEW;
+       END $$`,
+      `CREATE TRIGGER message_seq_assign BEFORE INSERT ON ${t(schema, "messages")}
+        FOR EACH ROW WHEN (NEW.seq IS NULL) EXECUTE FUNCTION ${t(schema, "message_seq_assign")}()`
     ]
   }
 ]
