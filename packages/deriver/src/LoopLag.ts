@@ -1,13 +1,23 @@
 /**
- * The process's own delay: how long this process's event loop could not run, as a cumulative count of
- * milliseconds, so the overload signal can tell the database's time from the host's (a CPU-starved process
- * or a CPU-throttled pod sees every poll slow, whatever the database does; see {@link Overload.signalOfPoll}).
+ * The process's own time: a cumulative count of the milliseconds in which this process's event loop was not
+ * waiting for I/O, so the overload signal can tell the database's time from the host's (a CPU-starved process
+ * or a CPU-throttled pod sees every poll slow, whatever the database does; see `Overload.signalOfPoll`). The
+ * count is non-decreasing; the process's share of a window (a poll) is the difference of two reads.
  *
- * A timer drift probe: a timer is due every `intervalMillis`; whatever it fires later than due (beyond a small
- * tolerance for the timer's own resolution) is time the loop was held up, by the host's scheduler or by the
- * process's own work. The count is non-decreasing, including a stall in progress (the time past the due tick
- * that has not fired yet), so the lag over a window is the difference of two reads. The arithmetic is pure
- * ({@link tick}, {@link stalledAt}); {@link make} runs it on a real timer, unref'd, for the scope's lifetime.
+ * Two sources, the better one that the platform offers ({@link make} picks it):
+ *
+ * - `schedstat` (Linux): the event loop's thread's own accounting in `/proc/self/schedstat`, its time on a CPU
+ *   plus its time runnable but waiting for one (the scheduler's run delay, which includes a cgroup's CPU
+ *   throttling). A poll's wall time is that plus the time the thread slept waiting for its sockets, so the
+ *   difference is the time spent waiting for the pooler and the database, exactly, however starved the host
+ *   is: a response that arrived while the process was throttled counts as the host's, a wait for a slow server
+ *   as the database's. No timer runs.
+ * - `timer` (elsewhere): a timer drift probe, due every `intervalMillis`; whatever it fires later than due
+ *   (beyond a small tolerance) is time the loop was held up, by the host's scheduler or by the process's own
+ *   work. It cannot tell a stall while the process waited for the database from one that delayed a response
+ *   already there, so on a host starved for seconds at a time it may take some of a slow database's time for
+ *   the host's (the claim deadline still catches a claim the database really holds up). The arithmetic is pure
+ *   ({@link tick}, {@link stalledAt}); the probe runs on a real timer, unref'd, for the scope's lifetime.
  *
  * Why not `perf_hooks.monitorEventLoopDelay`: it keeps a histogram of delays (percentiles since its last
  * reset), not a sum over a window, and a window per poll would need a reset that every other reader shares.
@@ -16,6 +26,7 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
+import { readFileSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 
 /**
@@ -85,25 +96,77 @@ export const stalledAt = (settings: Settings, state: State, nowMillis: number): 
   state.stalledMillis + lateness(settings, state, nowMillis)
 
 /**
+ * The event loop thread's own time from the text of `/proc/self/schedstat` (nanoseconds on a CPU, nanoseconds
+ * runnable but waiting for one, timeslices), in milliseconds: the two first fields summed; `undefined` when the
+ * text is not that.
+ *
+ * @since 0.3.0
+ * @category decisions
+ */
+export const schedstatMillis = (text: string): number | undefined => {
+  const fields = text.trim().split(/\s+/)
+  if (fields.length < 2) return undefined
+  const onCpu = Number(fields[0])
+  const runDelay = Number(fields[1])
+  return Number.isFinite(onCpu) && Number.isFinite(runDelay) && onCpu >= 0 && runDelay >= 0
+    ? (onCpu + runDelay) / 1e6
+    : undefined
+}
+
+/**
+ * Where the count comes from (see the module's documentation).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type Source = "schedstat" | "timer"
+
+/**
  * A running probe.
  *
  * @since 0.3.0
  * @category models
  */
 export interface LoopLag {
-  /** The lag counted since the probe started (milliseconds, non-decreasing). */
+  readonly source: Source
+  /** The process's own time counted since the probe started (milliseconds, non-decreasing). */
   readonly stalledMillis: Effect.Effect<number>
 }
 
+const schedstatPath = "/proc/self/schedstat"
+
+const readSchedstat = (): number | undefined => {
+  try {
+    return schedstatMillis(readFileSync(schedstatPath, "utf8"))
+  } catch {
+    return undefined
+  }
+}
+
 /**
- * Starts a probe on a real timer (monotonic clock, `performance.now()`) for the scope's lifetime. Its timer
- * is unref'd: it never keeps a process alive.
+ * Starts a probe for the scope's lifetime: `/proc/self/schedstat` when it is readable (Linux; `source` forces
+ * one), otherwise the timer drift probe (monotonic clock, `performance.now()`, its timer unref'd: it never
+ * keeps a process alive).
  *
  * @since 0.3.0
  * @category constructors
  */
-export const make = (options?: Partial<Settings>): Effect.Effect<LoopLag, never, Scope.Scope> =>
+export const make = (
+  options?: Partial<Settings> & { readonly source?: Source | undefined }
+): Effect.Effect<LoopLag, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const atStart = options?.source === "timer" ? undefined : readSchedstat()
+    if (atStart !== undefined) {
+      let last = 0
+      return {
+        source: "schedstat" as const,
+        stalledMillis: Effect.sync(() => {
+          const now = readSchedstat()
+          if (now !== undefined && now - atStart > last) last = now - atStart
+          return last
+        })
+      }
+    }
     const settings: Settings = { ...defaults, ...options }
     let state = initial(settings, performance.now())
     let timer: ReturnType<typeof setTimeout> | undefined
@@ -115,5 +178,5 @@ export const make = (options?: Partial<Settings>): Effect.Effect<LoopLag, never,
       timer.unref()
     }
     yield* Effect.acquireRelease(Effect.sync(schedule), () => Effect.sync(() => clearTimeout(timer)))
-    return { stalledMillis: Effect.sync(() => stalledAt(settings, state, performance.now())) }
+    return { source: "timer" as const, stalledMillis: Effect.sync(() => stalledAt(settings, state, performance.now())) }
   })

@@ -1,15 +1,25 @@
 /**
- * The lag probe: its arithmetic (pure, on numbers as a clock) and, live, that a real stall of the event loop
- * (a busy wait on the process's own thread) is counted.
+ * The process's own time: the drift probe's arithmetic and the schedstat parse (pure), and, live, that real
+ * work on the event loop (a busy wait on the process's own thread) is counted by both sources, while an idle
+ * wait (the thread asleep, as while it waits for the database) is not the process's time under schedstat.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { platform } from "node:os"
 import * as LoopLag from "../src/LoopLag.ts"
 
 const settings: LoopLag.Settings = { intervalMillis: 50, toleranceMillis: 2 }
 
+const busyWait = (millis: number) =>
+  Effect.sync(() => {
+    const until = performance.now() + millis
+    while (performance.now() < until) {
+      // hold the thread: no timer can fire
+    }
+  })
+
 describe("LoopLag", () => {
-  it("counts each tick's lateness past the tolerance, and a stall in progress before its tick fires", () => {
+  it("timer: counts each tick's lateness past the tolerance, and a stall in progress before its tick fires", () => {
     let state = LoopLag.initial(settings, 0)
     state = LoopLag.tick(settings, state, 51) // 1 ms late: within the tolerance
     assert.strictEqual(state.stalledMillis, 0)
@@ -24,16 +34,39 @@ describe("LoopLag", () => {
     assert.strictEqual(LoopLag.stalledAt(settings, fired, 1460), fired.stalledMillis)
   })
 
-  it.live("a real busy wait of 300 ms on the event loop is counted as lag", () =>
+  it("schedstat: on-CPU plus run-delay nanoseconds, in milliseconds; anything else is not schedstat", () => {
+    assert.closeTo(LoopLag.schedstatMillis("319266000 513827000 3\n")!, 833.093, 1e-9)
+    assert.isUndefined(LoopLag.schedstatMillis(""))
+    assert.isUndefined(LoopLag.schedstatMillis("12"))
+    assert.isUndefined(LoopLag.schedstatMillis("a b c"))
+    assert.isUndefined(LoopLag.schedstatMillis("-1 5 1"))
+  })
+
+  for (const source of ["timer", "schedstat"] as const) {
+    it.live(`${source}: a real busy wait of 300 ms on the event loop is counted`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const probe = yield* LoopLag.make({ source })
+        if (source === "schedstat" && probe.source !== "schedstat") {
+          // only Linux has /proc/self/schedstat; elsewhere the probe falls back to the timer
+          assert.notStrictEqual(platform(), "linux")
+          return
+        }
+        assert.strictEqual(probe.source, source)
+        yield* Effect.sleep(120)
+        const before = yield* probe.stalledMillis
+        yield* busyWait(300)
+        const after = yield* probe.stalledMillis
+        assert.isAtLeast(after - before, 300 - settings.intervalMillis - settings.toleranceMillis)
+      })))
+  }
+
+  it.live("schedstat: an idle wait (the thread asleep, as while the database answers) is not the process's time", () =>
     Effect.scoped(Effect.gen(function*() {
       const probe = yield* LoopLag.make()
-      yield* Effect.sleep(120)
+      if (probe.source !== "schedstat") return assert.notStrictEqual(platform(), "linux")
       const before = yield* probe.stalledMillis
-      const until = performance.now() + 300
-      while (performance.now() < until) {
-        // hold the thread: no timer can fire
-      }
+      yield* Effect.sleep(500)
       const after = yield* probe.stalledMillis
-      assert.isAtLeast(after - before, 300 - settings.intervalMillis - settings.toleranceMillis)
+      assert.isBelow(after - before, 250)
     })))
 })
