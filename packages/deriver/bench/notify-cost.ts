@@ -12,9 +12,9 @@
  *
  * Printed per run: commits per second, commit latency (the whole transaction, client side) p50/p99, and for
  * the listener the wake-ups received and their delivery delay. PostgreSQL serialises the commits of
- * transactions that notified (a database-wide lock taken before the commit record and held until the
- * transaction has ended), so the cost shows as concurrency grows, and more with a durable commit (WAL flushed
- * at commit, no group commit across notifying transactions). Two servers, in order: production durability
+ * transactions that notified (a cluster-wide heavyweight lock on "database 0", taken before the commit record
+ * and held until after the commit), so the cost shows as concurrency grows, and more with a durable commit (WAL
+ * flushed at commit, no group commit across notifying transactions). Two servers, in order: production durability
  * (`fsync=on`, `synchronous_commit=on`: a cluster in a data directory of its own) first, then the throw-away
  * settings the tests use (`fsync=off`, `synchronous_commit=off`).
  *
