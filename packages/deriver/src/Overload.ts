@@ -8,8 +8,9 @@
  * exactly {@link Scheduling.decide}'s (the 1 → 2 → 4 → … → 30 s schedule, reset on a claim). Only evidence
  * that the database answers but thrashes is a signal, as in delay-based congestion control (TCP Vegas): a
  * poll whose checkout plus claim took longer than the slow-poll threshold, and a claim cancelled by its
- * deadline. A poll's time is the database's only once the process's own delay is taken off it (event-loop
- * lag over the poll, {@link databaseMillis}): a host that starves the process of CPU is not a slow database.
+ * deadline. A poll's time is the database's only once the process's own time is taken off it (its event
+ * loop on a CPU or waiting for one over the poll, {@link databaseMillis}): a host that starves the process of
+ * CPU is not a slow database.
  * An unavailable database (a refused or timed-out connection) is an outage, not thrash: it keeps
  * the spec's capped schedule, whose cap bounds how long work waits once the database is back.
  *
@@ -49,9 +50,9 @@ export interface Settings {
    */
   readonly recoveryMillis: number
   /**
-   * Whether the process's own delay over a poll (event-loop lag, {@link PollTiming.lagMillis}) is taken off its
-   * elapsed time before it is compared with `slowPollMillis` (default true; false: the elapsed time as it is,
-   * the behaviour before 0.3.0).
+   * Whether the process's own time over a poll ({@link PollTiming.lagMillis}) is taken off its elapsed time
+   * before it is compared with `slowPollMillis` (default true; false: the elapsed time as it is, the behaviour
+   * before 0.3.0).
    *
    * @since 0.3.0
    */
@@ -117,8 +118,8 @@ export const signalOf = (settings: Settings, result: PollResult, elapsedMillis: 
 
 /**
  * How one poll went, as the loop measured it: its result, its elapsed time (checkout plus claim, on the
- * process's clock) and how much of that time the process itself could not run (event-loop lag over the same
- * window, from `LoopLag`; 0 when not measured).
+ * process's clock) and how much of that time was the process's own (`LoopLag`: its event loop's thread on a CPU
+ * or waiting for one, over the same window; 0 when not measured).
  *
  * @since 0.3.0
  * @category models
@@ -130,11 +131,13 @@ export interface PollTiming {
 }
 
 /**
- * The database's share of a poll's elapsed time: the elapsed time less the process's own lag over it (at
+ * The database's share of a poll's elapsed time: the elapsed time less the process's own time over it (at
  * least 0), or the elapsed time as it is when `subtractLag` is false. A starved or CPU-throttled process sees
- * its I/O late by the time it was not scheduled; that time is the host's, not the database's. When the two
- * overlap (the answer came late and the process was also stalled) the share is underestimated; a claim the
- * database really holds up still ends in its deadline (`cancelled`, an overload signal whatever the lag).
+ * its I/O late by the time it was not scheduled; that time is the host's, not the database's. With
+ * `LoopLag`'s `schedstat` source what is left is the time the process slept waiting for the pooler and the
+ * database; with its `timer` source a stall while the process was waiting anyway is taken off too, so the
+ * share may be underestimated on a host starved for seconds at a time (a claim the database really holds up
+ * still ends in its deadline: `cancelled`, an overload signal whatever the lag).
  *
  * @since 0.3.0
  * @category decisions

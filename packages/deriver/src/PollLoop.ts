@@ -95,9 +95,9 @@ export interface Options {
   /** Overload-aware polling ({@link Overload}); without it, polls carry no overload signal. */
   readonly overload?: Overload.Settings | undefined
   /**
-   * The process's own delay so far (cumulative milliseconds, non-decreasing: `LoopLag`), read around each
-   * poll so its overload signal counts the database's time only ({@link Overload.signalOfPoll}); without it,
-   * a poll's lag is 0.
+   * The process's own time so far (cumulative milliseconds, non-decreasing: `LoopLag`), read around each poll
+   * so its overload signal counts the database's time only ({@link Overload.signalOfPoll}); without it, a
+   * poll's lag is 0.
    *
    * @since 0.3.0
    */
