@@ -69,24 +69,25 @@ export interface Totals {
    * deriver, the polls they caused (now, or the one more poll after a poll in flight), the wakes coalesced
    * (one more poll was already waiting: folded into it) and those held by an overload floor. Every wake is
    * one of the last three, or the one more poll still waiting at the horizon (at most one per deriver).
+   * Optional, so that totals counted elsewhere (the outage lab's) need not name them; a run's are all set.
    *
    * @since 0.3.0
    */
-  readonly writes: number
-  readonly wakes: number
-  readonly wakePolls: number
-  readonly wakesCoalesced: number
-  readonly wakesHeld: number
+  readonly writes?: number
+  readonly wakes?: number
+  readonly wakePolls?: number
+  readonly wakesCoalesced?: number
+  readonly wakesHeld?: number
   /**
    * The `outage` scenario's resent writes: served (each tenant's API's first 201 after the restart), processed
    * (claimed by the tenant's deriver), and the time of the last of each (milliseconds, -1: none).
    *
    * @since 0.3.0
    */
-  readonly resendsServed: number
-  readonly resendsProcessed: number
-  readonly lastResendServedMillis: number
-  readonly lastResendProcessedMillis: number
+  readonly resendsServed?: number
+  readonly resendsProcessed?: number
+  readonly lastResendServedMillis?: number
+  readonly lastResendProcessedMillis?: number
   readonly events: number
 }
 
@@ -112,7 +113,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
  */
 export class Recorder {
   readonly series: Series
-  readonly totals: Mutable<Totals> = {
+  readonly totals: Mutable<Required<Totals>> = {
     polls: 0,
     claimStarts: 0,
     claimsCompleted: 0,

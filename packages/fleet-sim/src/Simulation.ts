@@ -79,7 +79,7 @@ export interface Outcome {
    *
    * @since 0.3.0
    */
-  readonly pickups: ReadonlyArray<number>
+  readonly pickups?: ReadonlyArray<number> | undefined
   readonly wallMillis: number
 }
 

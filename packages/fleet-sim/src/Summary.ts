@@ -26,14 +26,13 @@ export interface Summary extends
     | "apiServed"
     | "apiFailed"
     | "apiShed"
-    | "writes"
-    | "wakes"
-    | "wakePolls"
-    | "wakesCoalesced"
-    | "wakesHeld"
-    | "resendsServed"
-    | "resendsProcessed"
     | "events"
+  >,
+  Required<
+    Pick<
+      Recorder.Totals,
+      "writes" | "wakes" | "wakePolls" | "wakesCoalesced" | "wakesHeld" | "resendsServed" | "resendsProcessed"
+    >
   >
 {
   readonly peakActiveBackends: number
@@ -175,16 +174,16 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
     settledMaxClaimStartsPerSecond: settledMax,
     settledHerdBound: settledMean + 5 * Math.sqrt(settledMean),
     peakActiveAfterTrigger: peakAfter,
-    lastFirst201Seconds: sinceReturn(totals.lastResendServedMillis, totals.resendsServed),
-    drainSeconds: sinceReturn(totals.lastResendProcessedMillis, totals.resendsProcessed),
-    ...pickupQuantiles(outcome.pickups),
-    writes: totals.writes,
-    wakes: totals.wakes,
-    wakePolls: totals.wakePolls,
-    wakesCoalesced: totals.wakesCoalesced,
-    wakesHeld: totals.wakesHeld,
-    resendsServed: totals.resendsServed,
-    resendsProcessed: totals.resendsProcessed,
+    lastFirst201Seconds: sinceReturn(totals.lastResendServedMillis ?? -1, totals.resendsServed ?? 0),
+    drainSeconds: sinceReturn(totals.lastResendProcessedMillis ?? -1, totals.resendsProcessed ?? 0),
+    ...pickupQuantiles(outcome.pickups ?? []),
+    writes: totals.writes ?? 0,
+    wakes: totals.wakes ?? 0,
+    wakePolls: totals.wakePolls ?? 0,
+    wakesCoalesced: totals.wakesCoalesced ?? 0,
+    wakesHeld: totals.wakesHeld ?? 0,
+    resendsServed: totals.resendsServed ?? 0,
+    resendsProcessed: totals.resendsProcessed ?? 0,
     polls: totals.polls,
     connectionAttempts: totals.connectionAttempts,
     rejections: totals.rejections,
