@@ -86,8 +86,16 @@ const quantile = (values: ReadonlyArray<number>, p: number) => {
 }
 const s = (millis: number) => Number.isNaN(millis) ? "-" : `${(millis / 1000).toFixed(2)} s`
 
+/** Kills a process and resolves once it has exited. */
+const exited = (running: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (running.exitCode !== null || running.signalCode !== null) return resolve()
+    running.once("exit", () => resolve())
+    running.kill("SIGKILL")
+  })
+
 /** Cuts a process's CPU: a cgroup with a quota, or taskset beside busy siblings. Returns the undo. */
-const starve = (child: ChildProcess): { readonly how: string; readonly undo: () => void } => {
+const starve = (child: ChildProcess): { readonly how: string; readonly undo: () => Promise<void> } => {
   const pid = child.pid!
   const group = join(cgroupRoot, `bench-starved-${process.pid}`)
   try {
@@ -105,16 +113,17 @@ const starve = (child: ChildProcess): { readonly how: string; readonly undo: () 
     return {
       how:
         `cgroup cpu.cfs_quota_us ${quotaPercent} % of one core (period 100 ms), shared with ${groupSiblings} busy process(es)`,
-      undo: () => {
-        for (const b of busy) b.kill("SIGKILL")
-        // the processes leave the group as they exit; then it can go
-        setTimeout(() => {
+      undo: async () => {
+        await Promise.all(busy.map((b) => exited(b)))
+        // the processes leave the group as they exit; then it can go (a few tries: the kernel may lag)
+        for (let attempt = 0; attempt < 20; attempt++) {
           try {
             rmdirSync(group)
+            return
           } catch {
-            // still busy: the next run's mkdir reuses it
+            await new Promise((resolve) => setTimeout(resolve, 100))
           }
-        }, 500)
+        }
       }
     }
   } catch {
@@ -125,8 +134,8 @@ const starve = (child: ChildProcess): { readonly how: string; readonly undo: () 
     )
     return {
       how: `taskset CPU 0 beside ${siblings} busy siblings`,
-      undo: () => {
-        for (const b of busy) b.kill("SIGKILL")
+      undo: async () => {
+        await Promise.all(busy.map((b) => exited(b)))
       }
     }
   }
@@ -180,7 +189,7 @@ const runCase = (url: string, c: Case, index: number) =>
       }
     })
     yield* Effect.promise(() => started)
-    const starvation = c.starved ? starve(child) : { how: "none", undo: () => {} }
+    const starvation = c.starved ? starve(child) : { how: "none", undo: () => Promise.resolve() }
     const from = Date.now()
     const sent = new Map<number, number>()
     const client = new pg.Client({ connectionString: url })
@@ -204,11 +213,11 @@ const runCase = (url: string, c: Case, index: number) =>
     }
     yield* Effect.sleep("3 seconds")
     yield* Effect.promise(() => client.end())
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+    const stopped = new Promise<void>((resolve) => child.once("exit", () => resolve()))
     child.kill("SIGTERM")
-    yield* Effect.promise(() => Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5000))]))
-    child.kill("SIGKILL")
-    starvation.undo()
+    yield* Effect.promise(() => Promise.race([stopped, new Promise((resolve) => setTimeout(resolve, 5000))]))
+    yield* Effect.promise(() => exited(child))
+    yield* Effect.promise(() => starvation.undo())
     const during = polls.filter((p) => p.at >= from)
     const lags = during.slice(1).map((p, i) => p.stalledMillis - during[i]!.stalledMillis)
     const pickups = [...sent].map(([item, at]) => (processed.get(item) ?? NaN) - at)
