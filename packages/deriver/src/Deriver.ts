@@ -25,6 +25,7 @@ import type * as DeriverConfig from "./DeriverConfig.ts"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
+import * as LoopLag from "./LoopLag.ts"
 import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
 import * as Queue from "./Queue.ts"
@@ -542,6 +543,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         cleanupIntervalMillis: config.cleanupIntervalMillis,
         shutdownGraceMillis: config.shutdownGraceMillis,
         overload: config.overloadEnabled ? config.overload : undefined,
+        lag: config.overloadEnabled ? (yield* LoopLag.make()).stalledMillis : undefined,
         observer: options.observer
       }
     )

@@ -8,7 +8,10 @@
  * exactly {@link Scheduling.decide}'s (the 1 → 2 → 4 → … → 30 s schedule, reset on a claim). Only evidence
  * that the database answers but thrashes is a signal, as in delay-based congestion control (TCP Vegas): a
  * poll whose checkout plus claim took longer than the slow-poll threshold, and a claim cancelled by its
- * deadline. An unavailable database (a refused or timed-out connection) is an outage, not thrash: it keeps
+ * deadline. A poll's time is the database's only once the process's own time is taken off it (its event
+ * loop on a CPU or waiting for one over the poll, {@link databaseMillis}): a host that starves the process of
+ * CPU is not a slow database.
+ * An unavailable database (a refused or timed-out connection) is an outage, not thrash: it keeps
  * the spec's capped schedule, whose cap bounds how long work waits once the database is back.
  *
  * Each signal multiplies the floor (multiplicative decrease of the offered poll rate, as AIMD does on loss),
@@ -46,6 +49,14 @@ export interface Settings {
    * floor is gone sooner). The bound on the floor's return.
    */
   readonly recoveryMillis: number
+  /**
+   * Whether the process's own time over a poll ({@link PollTiming.lagMillis}) is taken off its elapsed time
+   * before it is compared with `slowPollMillis` (default true; false: the elapsed time as it is, the behaviour
+   * before 0.3.0).
+   *
+   * @since 0.3.0
+   */
+  readonly subtractLag?: boolean | undefined
 }
 
 /**
@@ -97,17 +108,56 @@ export const initial: State = { floorMillis: 0, healthySinceMillis: Infinity }
 export const isOverloaded = (state: State): boolean => state.floorMillis > 0
 
 /**
- * The signal of one poll: its result and how long it took (checkout plus claim).
+ * The signal of one poll: its result and how long it took (checkout plus claim), without the process's lag
+ * ({@link signalOfPoll} with `lagMillis` 0).
  *
  * @since 0.2.0
  */
-export const signalOf = (settings: Settings, result: PollResult, elapsedMillis: number): Signal => {
-  switch (result) {
+export const signalOf = (settings: Settings, result: PollResult, elapsedMillis: number): Signal =>
+  signalOfPoll(settings, { result, elapsedMillis, lagMillis: 0 })
+
+/**
+ * How one poll went, as the loop measured it: its result, its elapsed time (checkout plus claim, on the
+ * process's clock) and how much of that time was the process's own (`LoopLag`: its event loop's thread on a CPU
+ * or waiting for one, over the same window; 0 when not measured).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface PollTiming {
+  readonly result: PollResult
+  readonly elapsedMillis: number
+  readonly lagMillis: number
+}
+
+/**
+ * The database's share of a poll's elapsed time: the elapsed time less the process's own time over it (at
+ * least 0), or the elapsed time as it is when `subtractLag` is false. A starved or CPU-throttled process sees
+ * its I/O late by the time it was not scheduled; that time is the host's, not the database's. With
+ * `LoopLag`'s `schedstat` source what is left is the time the process slept waiting for the pooler and the
+ * database; with its `timer` source a stall while the process was waiting anyway is taken off too, so the
+ * share may be underestimated on a host starved for seconds at a time (a claim the database really holds up
+ * still ends in its deadline: `cancelled`, an overload signal whatever the lag).
+ *
+ * @since 0.3.0
+ * @category decisions
+ */
+export const databaseMillis = (settings: Settings, timing: Omit<PollTiming, "result">): number =>
+  settings.subtractLag === false ? timing.elapsedMillis : Math.max(0, timing.elapsedMillis - timing.lagMillis)
+
+/**
+ * The signal of one poll: its result and the database's share of its elapsed time ({@link databaseMillis}).
+ *
+ * @since 0.3.0
+ * @category decisions
+ */
+export const signalOfPoll = (settings: Settings, timing: PollTiming): Signal => {
+  switch (timing.result) {
     case "succeeded":
-      return elapsedMillis > settings.slowPollMillis ? "slow" : "fast"
+      return databaseMillis(settings, timing) > settings.slowPollMillis ? "slow" : "fast"
     case "cancelled":
     case "unavailable":
-      return result
+      return timing.result
     case "failed":
       return "none"
   }

@@ -94,6 +94,14 @@ export interface Options {
   readonly shutdownGraceMillis: number
   /** Overload-aware polling ({@link Overload}); without it, polls carry no overload signal. */
   readonly overload?: Overload.Settings | undefined
+  /**
+   * The process's own time so far (cumulative milliseconds, non-decreasing: `LoopLag`), read around each poll
+   * so its overload signal counts the database's time only ({@link Overload.signalOfPoll}); without it, a
+   * poll's lag is 0.
+   *
+   * @since 0.3.0
+   */
+  readonly lag?: Effect.Effect<number> | undefined
   /** Called for every scheduling event (tests, benchmarks); must not fail. */
   readonly observer?: ((event: Event) => Effect.Effect<void>) | undefined
 }
@@ -207,6 +215,7 @@ export const start = <Claim, R>(
     // worker freed after that look always ends the busy sleep that follows.
     let workerFreed = yield* Deferred.make<void>()
 
+    const lag = options.lag ?? Effect.succeed(0)
     const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
 
     /**
@@ -291,14 +300,19 @@ export const start = <Claim, R>(
       const room = Math.min(free, capacity)
       if (room <= 0) return { outcome: "busy" as const, claimed: [], result: undefined }
       const startedAt = yield* Clock.currentTimeMillis
+      const lagAtStart = yield* lag
       const polled = yield* poll(room, cleanup)
       const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
-      if ("result" in polled) return { outcome: "error" as const, claimed: [], result: polled.result, elapsedMillis }
+      const lagMillis = (yield* lag) - lagAtStart
+      if ("result" in polled) {
+        return { outcome: "error" as const, claimed: [], result: polled.result, elapsedMillis, lagMillis }
+      }
       return {
         outcome: polled.units.length > 0 ? "claimed" as const : "empty" as const,
         claimed: polled.units.map(source.key),
         result: "succeeded" as const,
-        elapsedMillis
+        elapsedMillis,
+        lagMillis
       }
     })
 
@@ -319,7 +333,11 @@ export const start = <Claim, R>(
         }
         const signal = options.overload === undefined || polled.result === undefined
           ? "none"
-          : Overload.signalOf(options.overload, polled.result, "elapsedMillis" in polled ? polled.elapsedMillis : 0)
+          : Overload.signalOfPoll(options.overload, {
+            result: polled.result,
+            elapsedMillis: polled.elapsedMillis ?? 0,
+            lagMillis: polled.lagMillis ?? 0
+          })
         const u = yield* draw(Overload.needsDraw(outcome, signal, settings))
         const decidedAt = yield* Clock.currentTimeMillis
         const decision = Overload.decide({

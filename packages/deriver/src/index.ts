@@ -48,6 +48,13 @@ export * as Failures from "./Failures.ts"
 export * as Handlers from "./Handlers.ts"
 
 /**
+ * The process's own delay (event-loop lag), so the overload signal counts the database's time only.
+ *
+ * @since 0.3.0
+ */
+export * as LoopLag from "./LoopLag.ts"
+
+/**
  * Overload-aware polling: signals, the interval floor and its recovery (pure; shared with the fleet
  * simulator).
  *

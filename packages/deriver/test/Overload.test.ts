@@ -66,6 +66,41 @@ const replay = (
 }
 
 describe("Overload (pure)", () => {
+  it("the database's share: the process's lag comes off the elapsed time, never below 0; subtractLag false keeps it", () => {
+    const timed = (elapsedMillis: number, lagMillis: number, s: Overload.Settings = settings) =>
+      Overload.signalOfPoll(s, { result: "succeeded", elapsedMillis, lagMillis })
+    assert.strictEqual(timed(5000, 3000), "fast")
+    assert.strictEqual(timed(5000, 2999), "slow")
+    assert.strictEqual(timed(1500, 4000), "fast")
+    assert.strictEqual(Overload.databaseMillis(settings, { elapsedMillis: 1500, lagMillis: 4000 }), 0)
+    assert.strictEqual(timed(5000, 3000, { ...settings, subtractLag: false }), "slow")
+    // lag says nothing about a cancelled claim or an outage
+    assert.strictEqual(
+      Overload.signalOfPoll(settings, { result: "cancelled", elapsedMillis: 10, lagMillis: 10 }),
+      "cancelled"
+    )
+    assert.strictEqual(
+      Overload.signalOfPoll(settings, { result: "unavailable", elapsedMillis: 10, lagMillis: 10 }),
+      "unavailable"
+    )
+  })
+
+  it("property: without lag, signalOfPoll is signalOf; more lag never turns a fast poll slow", () => {
+    const results = fc.constantFrom<Overload.PollResult>("succeeded", "cancelled", "unavailable", "failed")
+    const millis = fc.integer({ min: 0, max: 20_000 })
+    fc.assert(
+      fc.property(results, millis, millis, millis, (result, elapsedMillis, lag, more) => {
+        assert.strictEqual(
+          Overload.signalOfPoll(settings, { result, elapsedMillis, lagMillis: 0 }),
+          Overload.signalOf(settings, result, elapsedMillis)
+        )
+        const less = Overload.signalOfPoll(settings, { result, elapsedMillis, lagMillis: lag })
+        const moreLag = Overload.signalOfPoll(settings, { result, elapsedMillis, lagMillis: lag + more })
+        if (less === "fast") assert.strictEqual(moreLag, "fast")
+      })
+    )
+  })
+
   it("signals: slow above the threshold and cancelled are overload; unavailable is an outage; others teach nothing", () => {
     assert.strictEqual(Overload.signalOf(settings, "succeeded", 2000), "fast")
     assert.strictEqual(Overload.signalOf(settings, "succeeded", 2001), "slow")

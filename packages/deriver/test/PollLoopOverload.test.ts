@@ -27,6 +27,8 @@ const overload: Overload.Settings = {
 interface Step {
   readonly millis: number
   readonly result: "empty" | "unavailable" | ReadonlyArray<string>
+  /** How much of `millis` the process itself was stalled (what the loop's lag reader adds up; default 0). */
+  readonly lagMillis?: number
 }
 
 /** A loop over a scripted source whose poll number i does `step(i)`. */
@@ -37,13 +39,15 @@ const scriptedSource = Effect.fnUntraced(function*(
 ) {
   const events = yield* Ref.make<ReadonlyArray<Polled>>([])
   const polls = yield* Ref.make(0)
+  const stalled = yield* Ref.make(0)
   yield* PollLoop.start({
     key: (unit: string) => unit,
     poll: () =>
       Effect.gen(function*() {
         const index = yield* Ref.getAndUpdate(polls, (n) => n + 1)
-        const { millis, result } = step(index)
+        const { lagMillis, millis, result } = step(index)
         if (millis > 0) yield* Effect.sleep(millis)
+        yield* Ref.update(stalled, (n) => n + (lagMillis ?? 0))
         if (result === "unavailable") return yield* Effect.fail("unavailable")
         return result === "empty" ? [] : result
       }),
@@ -57,6 +61,7 @@ const scriptedSource = Effect.fnUntraced(function*(
     cleanupIntervalMillis: 60_000,
     shutdownGraceMillis: 1000,
     overload: settings,
+    lag: Ref.get(stalled),
     observer: (event) =>
       event._tag === "Polled"
         ? Effect.flatMap(Clock.currentTimeMillis, (at) => Ref.update(events, (all) => [...all, { ...event, at }]))
@@ -183,4 +188,36 @@ describe("PollLoop overload (TestClock, seeded Random)", () => {
       assert.deepStrictEqual(withSettings, without)
       assert.strictEqual(Math.max(...withSettings) <= 45_000, true)
     }))
+})
+
+describe("PollLoop overload: the process's own delay (TestClock, seeded Random)", () => {
+  /** Every poll takes 3 s on the clock, `lagMillis` of it the process's own stall. */
+  const starved = (lagMillis: number, settings: Overload.Settings) =>
+    scriptedSource(() => ({ millis: 3000, result: "empty", lagMillis }), settings)
+
+  it.effect("a poll slow only by the process's lag is fast: no floor, the spec's schedule up to its cap", () =>
+    Effect.gen(function*() {
+      const polled = yield* advanceUntil(yield* starved(2500, overload), 12)
+      assert.isTrue(polled.every((e) => e.signal === "fast"))
+      assert.isTrue(polled.every((e) => e.floorMillis === 0))
+      assert.deepStrictEqual(
+        polled.map((e) => e.intervalMillis),
+        Array.from({ length: 12 }, (_, i) => Math.min(2000 * 2 ** i, 30_000))
+      )
+    }).pipe(Random.withSeed("starved")))
+
+  it.effect("the database's share past the threshold is still a signal: the floor rises past the idle cap", () =>
+    Effect.gen(function*() {
+      // 3 s elapsed, 0.5 s of it the process's: 2.5 s is the database's, over the 2 s threshold
+      const polled = yield* advanceUntil(yield* starved(500, overload), 14)
+      assert.isTrue(polled.every((e) => e.signal === "slow"))
+      assert.strictEqual(polled.at(-1)!.floorMillis, 300_000)
+    }).pipe(Random.withSeed("thrash")))
+
+  it.effect("subtractLag false: the elapsed time as it is (the behaviour before 0.3.0), the floor rises", () =>
+    Effect.gen(function*() {
+      const polled = yield* advanceUntil(yield* starved(2500, { ...overload, subtractLag: false }), 14)
+      assert.isTrue(polled.every((e) => e.signal === "slow"))
+      assert.strictEqual(polled.at(-1)!.floorMillis, 300_000)
+    }).pipe(Random.withSeed("unaware")))
 })

@@ -17,7 +17,7 @@ import * as Summary from "./Summary.ts"
 import * as Sweep from "./Sweep.ts"
 
 const scenario = Flag.Literals("scenario", Model.scenarios).pipe(
-  Flag.withDescription("restart | incident | spike"),
+  Flag.withDescription("restart | incident | spike | outage"),
   Flag.withDefault("incident" as Model.Scenario)
 )
 const seed = Flag.String("seed").pipe(Flag.withDescription("PRNG seed"), Flag.withDefault("1"))
@@ -73,7 +73,17 @@ const describe = (params: Model.Params, scenarioName: Model.Scenario) => {
     `database: ${params.database.cores} cores, claim ${params.database.claimMillis} ms, contention ${params.database.contention}; API ${params.api.requestsPerSecond} req/s` +
     (params.spike === undefined
       ? ""
-      : `; spike at ${params.spike.atSeconds} s for ${params.spike.seconds} s holding ${params.spike.backends} backends`),
+      : `; spike at ${params.spike.atSeconds} s for ${params.spike.seconds} s holding ${params.spike.backends} backends`) +
+    (params.outage === undefined
+      ? ""
+      : `; database down at ${params.outage.atSeconds} s for ${params.outage.seconds} s, resends within ${
+        params.outage.resendWindowMillis / 1000
+      } s`) +
+    (params.wake === undefined || (!params.wake.enabled && params.wake.writeFraction === 0)
+      ? ""
+      : `; wake ${
+        params.wake.enabled ? "on" : "off"
+      }, writes ${params.wake.writeFraction} of API requests, wake delay ${params.wake.delayMillis} ms`),
     ...describeAdaptive(params)
   ].join("\n")
 }

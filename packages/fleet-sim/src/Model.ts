@@ -105,6 +105,42 @@ export interface Spike {
 }
 
 /**
+ * The wake path (issue #35): an API write that commits tells its tenant's deriver, which polls now. Modelled
+ * as the deriver's wake is specified: a wake while the deriver's poll is in flight is coalesced into at most
+ * one more poll after it; a wake resets the idle schedule to the base interval (the write is evidence that the
+ * database answered); a wake does not cut short an overload floor (a thrashing database is not helped by a
+ * poll now; the floor's own sleep stands). A write gives its tenant one unit of work, claimed by the next
+ * poll of its deriver, with the wake on or off, so both runs carry the same work.
+ *
+ * @since 0.3.0
+ */
+export interface Wake {
+  /** Whether a write wakes its tenant's deriver (off: the write's work waits for the deriver's next poll). */
+  readonly enabled: boolean
+  /**
+   * The share of the open-loop API requests that are writes (each for a tenant drawn uniformly); 0: none (no
+   * draw is made: the run is the model without writes).
+   */
+  readonly writeFraction: number
+  /** From the API's answer to the deriver's wake (the HTTP hop). */
+  readonly delayMillis: number
+}
+
+/**
+ * A restart of the database: from `atSeconds` for `seconds` every connection attempt is refused (the pooler
+ * answers, the server does not); queries already running finish. When it is back, every tenant's API gets a
+ * resent write from its clients (the API's first 201 after the restart), at a time drawn uniformly in
+ * `resendWindowMillis` after the restart ends (api-client's full-jitter retry at its 30 s cap).
+ *
+ * @since 0.3.0
+ */
+export interface Outage {
+  readonly atSeconds: number
+  readonly seconds: number
+  readonly resendWindowMillis: number
+}
+
+/**
  * How the fleet starts: `aligned` — every deriver starts at t = 0 (a rollout batch, a database restart) and
  * takes its own startup delay; `spread` — a fleet that has run for a while with empty queues: every backoff
  * at its cap, phases uniform over one max interval.
@@ -141,20 +177,25 @@ export interface Params {
   readonly work: Work
   readonly api: Api
   readonly spike: Spike | undefined
+  /** The wake path (absent: no writes, no wakes; the model before 0.3.0). */
+  readonly wake?: Wake | undefined
+  /** A restart of the database (the `outage` scenario), or none. */
+  readonly outage?: Outage | undefined
 }
 
 /**
  * The scenarios: `restart` (the fleet starts aligned at t = 0), `incident` (`restart` with the spec's
- * figures over 4 hours), `spike` (a spread fleet hit by a load spike).
+ * figures over 4 hours), `spike` (a spread fleet hit by a load spike), `outage` (a spread fleet of the spec's
+ * size through a 120 s restart of the database, every tenant's API resending a write when it is back).
  *
  * @since 0.1.0
  */
-export type Scenario = "restart" | "incident" | "spike"
+export type Scenario = "restart" | "incident" | "spike" | "outage"
 
 /**
  * @since 0.1.0
  */
-export const scenarios: ReadonlyArray<Scenario> = ["restart", "incident", "spike"]
+export const scenarios: ReadonlyArray<Scenario> = ["restart", "incident", "spike", "outage"]
 
 /**
  * The policies: `baseline` (no jitter, retry: the code of the incident), `jitter-only`, `failfast-only`,
@@ -255,8 +296,17 @@ export const incident = {
   database: { cores: 96, claimMillis: 170, contention: 0 },
   work: { probability: 0, handlerMillis: 0 },
   api: { requestsPerSecond: 200, queryMillis: 20 },
-  spike: { atSeconds: 300, seconds: 30, backends: 368 }
+  spike: { atSeconds: 300, seconds: 30, backends: 368 },
+  outage: { atSeconds: 300, seconds: 120, resendWindowMillis: 30_000 }
 } as const
+
+/**
+ * The wake path as the presets have it: off, no writes (the model without it). `--wake 1 --write-fraction f`
+ * turns it on; the `outage` scenario's resent writes are writes whatever the fraction.
+ *
+ * @since 0.3.0
+ */
+export const noWake: Wake = { enabled: false, writeFraction: 0, delayMillis: 1 }
 
 /**
  * The policy's part of the parameters: jitter ratio, startup jitter and acquisition.
@@ -293,25 +343,32 @@ export const policy = (
  */
 export const preset = (scenario: Scenario, name: Policy, seed = "1"): Params => ({
   derivers: scenario === "restart" ? 2_000 : incident.derivers,
-  horizonSeconds: scenario === "incident" ? incident.horizonSeconds : 1_800,
+  horizonSeconds: scenario === "incident" ? incident.horizonSeconds : scenario === "outage" ? 900 : 1_800,
   seed,
-  start: scenario === "spike" ? "spread" : "aligned",
+  start: scenario === "spike" || scenario === "outage" ? "spread" : "aligned",
   ...policy(name, incident.poll),
   initialInterval: "base",
   pooler: incident.pooler,
   database: incident.database,
   work: incident.work,
   api: incident.api,
-  spike: scenario === "spike" ? incident.spike : undefined
+  spike: scenario === "spike" ? incident.spike : undefined,
+  wake: noWake,
+  outage: scenario === "outage" ? incident.outage : undefined
 })
 
 /**
- * When the trigger ends, in seconds: the instant of the restart (t = 0) or the end of the spike.
+ * When the trigger ends, in seconds: the instant of the restart (t = 0), the end of the spike or of the
+ * database's outage.
  *
  * @since 0.1.0
  */
 export const triggerEndSeconds = (params: Params): number =>
-  params.spike === undefined ? 0 : params.spike.atSeconds + params.spike.seconds
+  params.outage !== undefined
+    ? params.outage.atSeconds + params.outage.seconds
+    : params.spike === undefined
+    ? 0
+    : params.spike.atSeconds + params.spike.seconds
 
 /**
  * The same system at `1/factor` of its size: fleet, client limit, backends, cores and API rate divided by

@@ -41,6 +41,7 @@ const NonNegative = range(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)),
 const PositiveInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
 const NonNegativeInt = range(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)), "an integer >= 0")
 const Probability = range(Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })), "a number in [0, 1]")
+const OnOff = range(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 1 })), "0 (off) or 1 (on)")
 const AtLeastOne = range(Schema.Finite.check(Schema.isGreaterThanOrEqualTo(1)), "a number >= 1")
 
 type Mutable<T> = {
@@ -91,6 +92,31 @@ const spikeOverride = (
 ): Override =>
   option(flag, description, range, (p, v) => {
     if (p.spike !== undefined) p.spike[key] = v
+  })
+
+/** An override of one setting of the wake path (absent from the parameters: starts from `Model.noWake`). */
+const wakeOverride = (
+  flag: string,
+  description: string,
+  range: Range,
+  apply: (wake: Mutable<Model.Wake>, value: number) => void
+): Override =>
+  option(flag, description, range, (p, v) => {
+    const wake = p.wake ?? { ...Model.noWake }
+    apply(wake, v)
+    p.wake = wake
+  })
+
+/** An override of one setting of the outage scenario. */
+const outageOverride = (
+  flag: string,
+  description: string,
+  key: "atSeconds" | "seconds" | "resendWindowMillis",
+  range: Range,
+  scale = 1
+): Override =>
+  option(flag, description, range, (p, v) => {
+    if (p.outage !== undefined) p.outage[key] = v * scale
   })
 
 /**
@@ -267,7 +293,29 @@ export const overrides: ReadonlyArray<Override> = [
   ),
   spikeOverride("spike-at", "spike scenario: start of the load spike, seconds", "atSeconds", NonNegative),
   spikeOverride("spike-seconds", "spike scenario: length of the load spike, seconds", "seconds", NonNegative),
-  spikeOverride("spike-backends", "spike scenario: backends the spike's queries hold", "backends", NonNegativeInt)
+  spikeOverride("spike-backends", "spike scenario: backends the spike's queries hold", "backends", NonNegativeInt),
+  wakeOverride("wake", "an API write wakes its tenant's deriver: 0 off, 1 on", OnOff, (w, v) => (w.enabled = v === 1)),
+  wakeOverride(
+    "write-fraction",
+    "share of the open-loop API requests that are writes, each giving a random tenant work (and a wake)",
+    Probability,
+    (w, v) => (w.writeFraction = v)
+  ),
+  wakeOverride(
+    "wake-delay-ms",
+    "from the API's answer to its deriver's wake, ms",
+    NonNegative,
+    (w, v) => (w.delayMillis = v)
+  ),
+  outageOverride("outage-at", "outage scenario: the database goes down, seconds", "atSeconds", NonNegative),
+  outageOverride("outage-seconds", "outage scenario: how long it stays down, seconds", "seconds", NonNegative),
+  outageOverride(
+    "resend-window",
+    "outage scenario: each tenant's resent write lands uniformly within this after the return, seconds",
+    "resendWindowMillis",
+    Positive,
+    1000
+  )
 ]
 
 /**

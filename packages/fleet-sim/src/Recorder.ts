@@ -64,6 +64,30 @@ export interface Totals {
   readonly apiFailed: number
   readonly apiShed: number
   readonly apiDropped: number
+  /**
+   * The wake path (`Model.Wake`): writes served (each gives its tenant a unit of work), wakes that reached a
+   * deriver, the polls they caused (now, or the one more poll after a poll in flight), the wakes coalesced
+   * (one more poll was already waiting: folded into it) and those held by an overload floor. Every wake is
+   * one of the last three, or the one more poll still waiting at the horizon (at most one per deriver).
+   * Optional, so that totals counted elsewhere (the outage lab's) need not name them; a run's are all set.
+   *
+   * @since 0.3.0
+   */
+  readonly writes?: number
+  readonly wakes?: number
+  readonly wakePolls?: number
+  readonly wakesCoalesced?: number
+  readonly wakesHeld?: number
+  /**
+   * The `outage` scenario's resent writes: served (each tenant's API's first 201 after the restart), processed
+   * (claimed by the tenant's deriver), and the time of the last of each (milliseconds, -1: none).
+   *
+   * @since 0.3.0
+   */
+  readonly resendsServed?: number
+  readonly resendsProcessed?: number
+  readonly lastResendServedMillis?: number
+  readonly lastResendProcessedMillis?: number
   readonly events: number
 }
 
@@ -89,7 +113,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] }
  */
 export class Recorder {
   readonly series: Series
-  readonly totals: Mutable<Totals> = {
+  readonly totals: Mutable<Required<Totals>> = {
     polls: 0,
     claimStarts: 0,
     claimsCompleted: 0,
@@ -103,6 +127,15 @@ export class Recorder {
     apiFailed: 0,
     apiShed: 0,
     apiDropped: 0,
+    writes: 0,
+    wakes: 0,
+    wakePolls: 0,
+    wakesCoalesced: 0,
+    wakesHeld: 0,
+    resendsServed: 0,
+    resendsProcessed: 0,
+    lastResendServedMillis: -1,
+    lastResendProcessedMillis: -1,
     events: 0
   }
   private readonly seconds: number

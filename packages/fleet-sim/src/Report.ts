@@ -53,6 +53,18 @@ export const summaryTable = (runs: ReadonlyArray<{ readonly name: string; readon
     ["API served / requests", (s) => `${s.apiServed} / ${s.apiRequests}`],
     ["API failed (unavailable)", (s) => String(s.apiFailed)],
     ["API shed (admission gate)", (s) => String(s.apiShed)],
+    ["peak active after trigger", (s) => String(s.peakActiveAfterTrigger)],
+    ["writes / wakes", (s) => `${s.writes} / ${s.wakes}`],
+    ["wake polls / coalesced / held", (s) => `${s.wakePolls} / ${s.wakesCoalesced} / ${s.wakesHeld}`],
+    [
+      "pickup p50 / p99 / max",
+      (s) =>
+        s.pickupP50Seconds === null
+          ? "-"
+          : `${fixed(s.pickupP50Seconds, 2)} / ${fixed(s.pickupP99Seconds!, 2)} / ${fixed(s.pickupMaxSeconds!, 2)} s`
+    ],
+    ["outage: all first 201s after", (s) => s.lastFirst201Seconds === null ? "-" : `${fixed(s.lastFirst201Seconds)} s`],
+    ["outage: all processed after", (s) => s.drainSeconds === null ? "-" : `${fixed(s.drainSeconds)} s`],
     ["events", (s) => String(s.events)],
     ["wall time", (s) => `${fixed(s.wallSeconds)} s`]
   ]

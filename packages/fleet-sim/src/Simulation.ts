@@ -21,6 +21,13 @@
  * `Overload.decide` (slow, cancelled, unavailable), and an API request passes its instance's admission gate
  * first (`apiArrival` → `admitApi` or `shedApi`; `apiDone` tells the gate how it went).
  *
+ * With the wake path (`Model.Wake`), an API write that is served gives its tenant a unit of work and, when the
+ * wake is on, reaches the tenant's deriver `delayMillis` later (`wakeArrives`): an idle deriver polls now
+ * with its schedule reset to the base interval; a deriver whose poll is in flight (or whose worker is busy)
+ * folds it into one more poll when that poll ends (`finishPoll`); an overload floor holds it. The `outage`
+ * scenario refuses every attempt while the database is down (`attemptDone`) and then sends each tenant's
+ * resent write (`resend`), again and again until one is served.
+ *
  * The hot loop is plain TypeScript over typed arrays: an event heap, FIFO ring buffers, a processor-sharing
  * database, no allocation per event beyond the deriver's own decision objects.
  *
@@ -66,6 +73,13 @@ export interface Outcome {
   readonly totals: Totals
   /** Claim start times in milliseconds, in order, for the first `recordClaims` claims. */
   readonly claimStartTimes: ReadonlyArray<{ readonly deriver: number; readonly atMillis: number }>
+  /**
+   * With writes (`Model.Wake`): for each claim of a tenant's written work, milliseconds from its oldest write
+   * being served to the claim's end (the pickup), in claim order.
+   *
+   * @since 0.3.0
+   */
+  readonly pickups?: ReadonlyArray<number> | undefined
   readonly wallMillis: number
 }
 
@@ -113,6 +127,7 @@ export const run = (params: Model.Params, options: RunOptions = {}): Outcome => 
     series: world.recorder.series,
     totals: world.recorder.totals,
     claimStartTimes: world.claimStartTimes,
+    pickups: world.pickups,
     wallMillis: clock() - wallStart
   }
 }
@@ -150,6 +165,8 @@ const SPIKE_END = 6
 const API_ARRIVAL = 7
 const CLAIM_TIMEOUT = 8
 const GATE_TIMEOUT = 9
+const WAKE_ARRIVES = 10
+const RESEND = 11
 
 // Client phases.
 const IDLE = 0
@@ -174,6 +191,7 @@ class World {
   readonly params: Model.Params
   readonly recorder: Recorder.Recorder
   readonly claimStartTimes: Array<{ deriver: number; atMillis: number }> = []
+  readonly pickups: Array<number> = []
   private readonly recordClaims: number
   private readonly random: () => number
   private readonly derivers: number
@@ -199,6 +217,18 @@ class World {
   private readonly jobToken: Int32Array
   private readonly cancelled: Uint8Array
   private readonly freeApi: Array<number> = []
+
+  // The wake path: the deriver's wake waiting for its poll in flight to end, the units of work writes gave a
+  // tenant, whether a tenant's resent write is served and not yet processed, and each API request's tenant
+  // (-1: background traffic, a write only by the write fraction's draw).
+  private readonly pendingWake: Uint8Array
+  private readonly pendingWork: Int32Array
+  /** When the oldest write of the tenant's pending work was served. */
+  private readonly workSince: Float64Array
+  private readonly resendOutstanding: Uint8Array
+  private readonly tenantOf: Int32Array
+  private readonly outageFrom: number
+  private readonly outageUntil: number
 
   // The API's admission gates, one per instance, and each admitted request's gate, start and load.
   private readonly gates: Array<Gate.Gate> = []
@@ -242,7 +272,7 @@ class World {
         params.api.requestsPerSecond * (this.retry.budgetMillis + params.pooler.queueTimeoutMillis + 60_000) / 1000
       ) + 64
       : 0
-    const size = n + apiSlots
+    const size = n + apiSlots + (params.outage === undefined ? 0 : n)
     for (let k = size - 1; k >= n; k--) this.freeApi.push(k)
     this.phase = new Uint8Array(size)
     this.generation = new Int32Array(size)
@@ -259,6 +289,13 @@ class World {
     this.admittedAt = new Float64Array(size)
     this.inFlightAtAdmit = new Int32Array(size)
     this.probe = new Uint8Array(size)
+    this.pendingWake = new Uint8Array(n)
+    this.pendingWork = new Int32Array(n)
+    this.workSince = new Float64Array(n)
+    this.resendOutstanding = new Uint8Array(n)
+    this.tenantOf = new Int32Array(size).fill(-1)
+    this.outageFrom = params.outage === undefined ? Infinity : params.outage.atSeconds * 1000
+    this.outageUntil = params.outage === undefined ? Infinity : (params.outage.atSeconds + params.outage.seconds) * 1000
     const admission = params.admission
     if (admission !== undefined && admission.gate.enabled) {
       for (let g = 0; g < admission.instances; g++) this.gates.push(new Gate.Gate(admission.gate, this.random))
@@ -291,6 +328,11 @@ class World {
       this.events.push(params.spike.atSeconds * 1000, SPIKE_START, 0, 0)
       this.events.push((params.spike.atSeconds + params.spike.seconds) * 1000, SPIKE_END, 0, 0)
     }
+    if (params.outage !== undefined) {
+      for (let k = 0; k < this.derivers; k++) {
+        this.events.push(this.outageUntil + this.random() * params.outage.resendWindowMillis, RESEND, k, 0)
+      }
+    }
   }
 
   /** Processes events in time order until the horizon; `report(t)` every 65,536 events. */
@@ -319,7 +361,14 @@ class World {
     const tag = events.poppedTag
     switch (events.poppedKind) {
       case WAKE:
-        this.wake(i, t)
+        // a wake from the API may have started a poll since this sleep was decided
+        if (this.isCurrent(i, tag) && this.phase[i] === IDLE) this.wake(i, t)
+        break
+      case WAKE_ARRIVES:
+        this.wakeArrives(i, t)
+        break
+      case RESEND:
+        this.resend(i, t)
         break
       case POOLER_DONE:
         this.poolerDone(i, t)
@@ -348,7 +397,7 @@ class World {
         if (this.isCurrent(i, tag) && this.phase[i] === CLAIM) this.claimTimedOut(i, t)
         break
       case GATE_TIMEOUT:
-        if (this.isCurrent(i, tag) && this.phase[i] === GATE_WAIT) this.shedApi(i)
+        if (this.isCurrent(i, tag) && this.phase[i] === GATE_WAIT) this.shedApi(i, t)
         break
     }
   }
@@ -383,7 +432,8 @@ class World {
       const u = Scheduling.needsDraw(outcome, settings) ? this.random() : 0
       const decision = Scheduling.decide(settings, { currentMillis: this.current[i]! }, outcome, u)
       this.current[i] = decision.state.currentMillis
-      this.events.push(t + decision.sleepMillis, WAKE, i, 0)
+      const wakeAt = this.pendingWake[i] === 1 && outcome !== "busy" ? this.wokenAgain(i, t) : t + decision.sleepMillis
+      this.events.push(wakeAt, WAKE, i, this.generation[i]!)
       return
     }
     const state: Overload.State = { floorMillis: this.floor[i]!, healthySinceMillis: this.healthySince[i]! }
@@ -402,8 +452,99 @@ class World {
     this.floor[i] = decision.overload.floorMillis
     this.healthySince[i] = decision.overload.healthySinceMillis
     // As the real loop, a busy sleep that may be woken ends when the worker is freed.
-    const wakeAt = t + decision.sleepMillis
-    this.events.push(decision.wakeable && this.busyUntil[i]! < wakeAt ? this.busyUntil[i]! : wakeAt, WAKE, i, 0)
+    const sleepUntil = t + decision.sleepMillis
+    const wakeAt = decision.wakeable && this.busyUntil[i]! < sleepUntil ? this.busyUntil[i]! : sleepUntil
+    if (this.pendingWake[i] === 1 && outcome !== "busy") {
+      if (decision.floorMillis > 0) {
+        this.pendingWake[i] = 0
+        this.recorder.totals.wakesHeld++
+      } else {
+        this.events.push(this.wokenAgain(i, t), WAKE, i, this.generation[i]!)
+        return
+      }
+    }
+    this.events.push(wakeAt, WAKE, i, this.generation[i]!)
+  }
+
+  /** The one more poll a wake that came during a poll asks for: now, from the base interval. */
+  private wokenAgain(i: number, t: number): number {
+    this.pendingWake[i] = 0
+    this.current[i] = this.params.poll.baseMillis
+    this.recorder.totals.wakePolls++
+    return t
+  }
+
+  // The wake path.
+
+  /**
+   * A wake reaches deriver `i`: idle, it polls now from the base interval (the poll it was sleeping towards
+   * is superseded); with a poll in flight or a busy worker, it waits for one more poll after that; with a wake
+   * already waiting, it is coalesced into that one; under an overload floor it is held (the floor's sleep
+   * stands).
+   */
+  private wakeArrives(i: number, t: number): void {
+    const totals = this.recorder.totals
+    totals.wakes++
+    if (this.pendingWake[i] === 1) {
+      totals.wakesCoalesced++
+      return
+    }
+    if (this.phase[i] !== IDLE || t < this.busyUntil[i]!) {
+      // counted when it is taken: the one more poll, or held by a floor
+      this.pendingWake[i] = 1
+      return
+    }
+    const overload = this.params.overload
+    if (
+      overload !== undefined &&
+      Overload.floorAt(overload, { floorMillis: this.floor[i]!, healthySinceMillis: this.healthySince[i]! }, t) > 0
+    ) {
+      totals.wakesHeld++
+      return
+    }
+    totals.wakePolls++
+    this.current[i] = this.params.poll.baseMillis
+    this.wake(i, t)
+  }
+
+  /**
+   * A served API write: a unit of work for its tenant (the outage's resent write, or a background request
+   * that the write fraction's draw makes a write), and the wake to its deriver when the wake is on.
+   */
+  private written(i: number, t: number): void {
+    const wake = this.params.wake
+    let tenant = this.tenantOf[i]!
+    if (tenant >= 0) {
+      const totals = this.recorder.totals
+      totals.resendsServed++
+      totals.lastResendServedMillis = t
+      this.resendOutstanding[tenant] = 1
+    } else if (wake !== undefined && wake.writeFraction > 0 && this.random() < wake.writeFraction) {
+      tenant = Math.floor(this.random() * this.derivers)
+    } else {
+      return
+    }
+    this.recorder.totals.writes++
+    if (this.pendingWork[tenant] === 0) this.workSince[tenant] = t
+    this.pendingWork[tenant]!++
+    if (wake !== undefined && wake.enabled) this.events.push(t + wake.delayMillis, WAKE_ARRIVES, tenant, 0)
+  }
+
+  /** Tenant `k`'s client resends its write after the database's restart (again after each failure). */
+  private resend(k: number, t: number): void {
+    const i = this.freeApi.pop()
+    if (i === undefined) {
+      this.recorder.totals.apiDropped++
+      this.resendLater(k, t)
+      return
+    }
+    this.tenantOf[i] = k
+    this.apiRequest(i, t)
+  }
+
+  /** A resent write that was not served: its client tries again within the resend window. */
+  private resendLater(k: number, t: number): void {
+    this.events.push(t + this.random() * this.params.outage!.resendWindowMillis, RESEND, k, 0)
   }
 
   /** The signal of a claim that completed, `elapsed` after its poll began (checkout plus claim). */
@@ -426,6 +567,12 @@ class World {
       this.recorder.totals.apiDropped++
       return
     }
+    this.tenantOf[i] = -1
+    this.apiRequest(i, t)
+  }
+
+  /** An API request in slot `i` (background traffic or a tenant's resent write) enters its gate, if any. */
+  private apiRequest(i: number, t: number): void {
     const totals = this.recorder.totals
     totals.apiRequests++
     if (this.gates.length === 0) {
@@ -438,7 +585,7 @@ class World {
     const entry = gate.enter(t)
     if (entry === "shed") {
       totals.apiShed++
-      this.releaseApi(i)
+      this.releaseApi(i, t)
       return
     }
     this.probe[i] = entry === "probe" ? 1 : 0
@@ -450,7 +597,7 @@ class World {
       gate.waiting.push(i, this.generation[i]!)
       this.events.push(t + gate.settings.queueTimeoutMillis, GATE_TIMEOUT, i, this.generation[i]!)
     } else {
-      this.shedApi(i)
+      this.shedApi(i, t)
     }
   }
 
@@ -462,30 +609,35 @@ class World {
   }
 
   /** No permit within the queueing bound: the request is shed (a 503 without a connection attempt). */
-  private shedApi(i: number): void {
+  private shedApi(i: number, t: number): void {
     if (this.probe[i] === 1) this.gates[this.gateOf[i]!]!.probeShed()
     this.probe[i] = 0
     this.recorder.totals.apiShed++
-    this.releaseApi(i)
+    this.releaseApi(i, t)
   }
 
   /** The request is done (answered or unavailable): its gate learns from it and admits whoever waits. */
   private apiDone(i: number, t: number, outcome: Gate.Outcome): void {
+    if (outcome === "Answered") this.written(i, t)
     if (this.gates.length === 0) {
-      this.releaseApi(i)
+      this.releaseApi(i, t, outcome === "Answered")
       return
     }
     const gate = this.gates[this.gateOf[i]!]!
     gate.finish(t, outcome, this.inFlightAtAdmit[i]!, t - this.admittedAt[i]!, this.probe[i] === 1)
     this.probe[i] = 0
-    this.releaseApi(i)
+    this.releaseApi(i, t, outcome === "Answered")
     while (gate.hasPermit() && gate.waiting.shift()) {
       const next = gate.waiting.shiftedValue
       if (this.isCurrent(next, gate.waiting.shiftedTag) && this.phase[next] === GATE_WAIT) this.admitApi(next, t)
     }
   }
 
-  private releaseApi(i: number): void {
+  /** The request's slot goes back; a tenant's resent write that was not served is resent later. */
+  private releaseApi(i: number, t: number, served = false): void {
+    const tenant = this.tenantOf[i]!
+    if (tenant >= 0 && !served) this.resendLater(tenant, t)
+    this.tenantOf[i] = -1
     this.generation[i]!++
     this.phase[i] = IDLE
     this.freeApi.push(i)
@@ -521,6 +673,14 @@ class World {
   private attemptDone(i: number, tag: number, t: number): void {
     if (!this.isCurrent(i, tag) || this.phase[i] !== ATTEMPT) return // the client gave up meanwhile
     if (this.holdsSlot[i] === 0) {
+      this.recorder.count("rejections")
+      this.acquisitionFailed(i, t)
+      return
+    }
+    if (t >= this.outageFrom && t < this.outageUntil) {
+      // the database is down: the pooler cannot open or lend a backend and refuses the client
+      this.clients--
+      this.holdsSlot[i] = 0
       this.recorder.count("rejections")
       this.acquisitionFailed(i, t)
       return
@@ -648,7 +808,18 @@ class World {
     this.assignBackends(t)
     const work = this.params.work
     const signal = this.signalOf(t - this.pollStart[i]!)
-    if (work.probability > 0 && this.random() < work.probability) {
+    if (this.pendingWork[i]! > 0) {
+      // the claim takes the tenant's work unit with every write's item in it
+      this.pendingWork[i] = 0
+      this.pickups.push(t - this.workSince[i]!)
+      if (this.resendOutstanding[i] === 1) {
+        this.resendOutstanding[i] = 0
+        this.recorder.totals.resendsProcessed++
+        this.recorder.totals.lastResendProcessedMillis = t
+      }
+      this.busyUntil[i] = t + work.handlerMillis
+      this.finishPoll(i, "claimed", t, signal)
+    } else if (work.probability > 0 && this.random() < work.probability) {
       this.busyUntil[i] = t + work.handlerMillis
       this.finishPoll(i, "claimed", t, signal)
     } else {

@@ -27,6 +27,12 @@ export interface Summary extends
     | "apiFailed"
     | "apiShed"
     | "events"
+  >,
+  Required<
+    Pick<
+      Recorder.Totals,
+      "writes" | "wakes" | "wakePolls" | "wakesCoalesced" | "wakesHeld" | "resendsServed" | "resendsProcessed"
+    >
   >
 {
   readonly peakActiveBackends: number
@@ -49,6 +55,30 @@ export interface Summary extends
   readonly settledMaxClaimStartsPerSecond: number
   /** `settledMean + 5·sqrt(settledMean)`: the bound a desynchronized fleet stays under. */
   readonly settledHerdBound: number
+  /**
+   * The highest active backends from the trigger's end on (for a restart: the whole run).
+   *
+   * @since 0.3.0
+   */
+  readonly peakActiveAfterTrigger: number
+  /**
+   * The `outage` scenario: seconds from the database's return until every tenant's API had served its resent
+   * write (its first 201), and until every one of those writes was processed by its deriver (time to drain);
+   * `null` without an outage, or when some were not by the horizon.
+   *
+   * @since 0.3.0
+   */
+  readonly lastFirst201Seconds: number | null
+  readonly drainSeconds: number | null
+  /**
+   * With writes: seconds from a write being served to its work's claim ending (the pickup): median, 99th
+   * percentile and the longest (`null`: no writes).
+   *
+   * @since 0.3.0
+   */
+  readonly pickupP50Seconds: number | null
+  readonly pickupP99Seconds: number | null
+  readonly pickupMaxSeconds: number | null
   readonly wallSeconds: number
 }
 
@@ -79,6 +109,13 @@ export const settledFrom = (params: Model.Params): number => {
 export const overCeiling = (series: Simulation.Series, ceiling: number, s: number): boolean =>
   series.activeBackends[s]! >= ceiling || series.clientConnections[s]! > ceiling
 
+const pickupQuantiles = (pickups: ReadonlyArray<number>) => {
+  if (pickups.length === 0) return { pickupP50Seconds: null, pickupP99Seconds: null, pickupMaxSeconds: null }
+  const sorted = Float64Array.from(pickups).sort()
+  const at = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]! / 1000
+  return { pickupP50Seconds: at(0.5), pickupP99Seconds: at(0.99), pickupMaxSeconds: sorted[sorted.length - 1]! / 1000 }
+}
+
 /**
  * Summarizes a run.
  *
@@ -97,6 +134,7 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
   let sumStarts = 0
   let lastOver = -1
   let atCeiling = 0
+  let peakAfter = 0
   for (let s = 0; s < seconds; s++) {
     peakActive = Math.max(peakActive, series.activeBackends[s]!)
     peakClients = Math.max(peakClients, series.clientConnections[s]!)
@@ -106,6 +144,7 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
     sumStarts += series.claimStarts[s]!
     if (s >= triggerEnd && overCeiling(series, ceiling, s)) lastOver = s
     if (s >= triggerEnd && series.activeBackends[s]! >= ceiling) atCeiling++
+    if (s >= triggerEnd) peakAfter = Math.max(peakAfter, series.activeBackends[s]!)
   }
   const recoverySeconds = lastOver < 0 ? 0 : lastOver === seconds - 1 ? null : lastOver + 1 - triggerEnd
   const settled = settledFrom(params)
@@ -116,6 +155,10 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
     settledMax = Math.max(settledMax, series.claimStarts[s]!)
   }
   const settledMean = seconds > settled ? settledSum / (seconds - settled) : 0
+  const sinceReturn = (millis: number, done: number) =>
+    params.outage === undefined || done < params.derivers || millis < 0
+      ? null
+      : millis / 1000 - Model.triggerEndSeconds(params)
   return {
     peakActiveBackends: peakActive,
     meanActiveBackends: seconds > 0 ? sumActive / seconds : 0,
@@ -130,6 +173,17 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
     settledMeanClaimStartsPerSecond: settledMean,
     settledMaxClaimStartsPerSecond: settledMax,
     settledHerdBound: settledMean + 5 * Math.sqrt(settledMean),
+    peakActiveAfterTrigger: peakAfter,
+    lastFirst201Seconds: sinceReturn(totals.lastResendServedMillis ?? -1, totals.resendsServed ?? 0),
+    drainSeconds: sinceReturn(totals.lastResendProcessedMillis ?? -1, totals.resendsProcessed ?? 0),
+    ...pickupQuantiles(outcome.pickups ?? []),
+    writes: totals.writes ?? 0,
+    wakes: totals.wakes ?? 0,
+    wakePolls: totals.wakePolls ?? 0,
+    wakesCoalesced: totals.wakesCoalesced ?? 0,
+    wakesHeld: totals.wakesHeld ?? 0,
+    resendsServed: totals.resendsServed ?? 0,
+    resendsProcessed: totals.resendsProcessed ?? 0,
     polls: totals.polls,
     connectionAttempts: totals.connectionAttempts,
     rejections: totals.rejections,

@@ -1,4 +1,4 @@
-/** The fleet simulator, the real-cluster herd benchmark and the pg_stat_activity monitor. */
+/** The fleet simulator and the pg_stat_activity monitor (the real-cluster herd benchmark lives in bench/). */
 export * as ActivitySampler from "./ActivitySampler.ts"
 export * as Chart from "./Chart.ts"
 export * as Model from "./Model.ts"

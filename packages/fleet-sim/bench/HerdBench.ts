@@ -12,7 +12,7 @@ import type { InvalidParameter } from "@resilience/parameters"
 import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Console, Effect, Fiber, Layer, References } from "effect"
 import type pg from "pg"
-import * as ActivitySampler from "./ActivitySampler.ts"
+import * as ActivitySampler from "../src/ActivitySampler.ts"
 
 /**
  * Benchmark settings.

@@ -9,10 +9,10 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cluster } from "@resilience/local-postgres"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
-import * as ActivitySampler from "../ActivitySampler.ts"
-import * as Chart from "../Chart.ts"
-import * as HerdBench from "../HerdBench.ts"
-import * as Report from "../Report.ts"
+import * as ActivitySampler from "../src/ActivitySampler.ts"
+import * as Chart from "../src/Chart.ts"
+import * as Report from "../src/Report.ts"
+import * as HerdBench from "./HerdBench.ts"
 
 const int = (name: string, fallback: number, description: string) =>
   Flag.Int(name).pipe(
