@@ -12,7 +12,7 @@ import { Effect, Layer, Option, References } from "effect"
 import * as DomainSchema from "../src/DomainSchema.ts"
 import { Domain, Messages, Representations, Workspaces } from "../src/index.ts"
 import * as Names from "../src/Names.ts"
-import * as Representation from "../src/Representation.ts"
+import * as RepresentationTask from "../src/RepresentationTask.ts"
 
 const Database = TestDatabase.layerWith((database) =>
   DbSession.layer({ url: database.url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 8, driver: "pg" })
@@ -74,7 +74,10 @@ layer(Database, { excludeTestServices: true })("a writer that does not number it
       )
       assert.strictEqual(Number(counter[0]?.last_seq), 40)
 
-      assert.strictEqual(yield* Representation.derive(schema, { workspace: "acme", session: "s1", peer: "alice" }), 40)
+      assert.strictEqual(
+        yield* RepresentationTask.derive(schema, { workspace: "acme", session: "s1", peer: "alice" }),
+        40
+      )
       const representation = yield* Representations.get(schema, "acme", "alice")
       assert.strictEqual(Option.getOrThrow(representation).messageCount, 40)
     }))

@@ -24,7 +24,7 @@
  */
 import { ApiClient } from "@resilience/api-client"
 import { Checker, History } from "@resilience/checker"
-import { DbSession } from "@resilience/db-session"
+import { Classify, DbSession } from "@resilience/db-session"
 import { Domain } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
@@ -337,7 +337,9 @@ export const run = (options: Options): Effect.Effect<void, TwoVersionsFailed, Sc
         Effect.provide(db),
         Effect.catch((e) => {
           if (e._tag === "TwoVersionsFailed") return Effect.fail(e)
-          if (olderSchema && (e.code === "42P01" || e.code === "42703")) {
+          // A table or column this checker reads that the older schema lacks: db-session's table calls it
+          // misconfiguration (a schema not migrated, a version skew), which is what phase 1 is.
+          if (olderSchema && Classify.isMisconfigured(e)) {
             return Effect.sync(() =>
               log(`checker, ${label}: deferred to the next phase: this checker reads the current schema (${e.message})`)
             )
