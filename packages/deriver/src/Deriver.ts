@@ -542,6 +542,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         cleanupIntervalMillis: config.cleanupIntervalMillis,
         shutdownGraceMillis: config.shutdownGraceMillis,
         overload: config.overloadEnabled ? config.overload : undefined,
+        wakeMinIntervalMillis: config.wakeMinIntervalMillis,
         observer: options.observer
       }
     )

@@ -12,7 +12,7 @@
  * @since 0.3.0
  */
 import { InvalidParameter, Parameters } from "@resilience/parameters"
-import { Config, Context, Duration, Effect, Layer, Metric, Option } from "effect"
+import { Config, Context, Duration, Effect, Layer, Metric, Option, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
@@ -56,6 +56,12 @@ export interface Settings {
 }
 
 const maxTimeoutMillis = 10_000
+
+/** The timeout in the environment: whole milliseconds in [1, 10000]. */
+const TimeoutMillis = Schema.NumberFromString.check(
+  Schema.isInt(),
+  Schema.isBetween({ minimum: 1, maximum: maxTimeoutMillis })
+)
 
 /**
  * Validates options: an `http:` or `https:` URL, a schema name, a timeout in (0, 10 s].
@@ -122,18 +128,15 @@ export const config = (
 ): Config.Config<Option.Option<Settings>> =>
   Config.all({
     url: Config.String(names.url).pipe(Config.withDefault("")),
-    timeoutMillis: Config.Int(names.timeoutMillis).pipe(Config.withDefault(Duration.toMillis(defaults.timeout))),
+    timeoutMillis: Config.schema(TimeoutMillis, names.timeoutMillis).pipe(
+      Config.withDefault(Duration.toMillis(defaults.timeout))
+    ),
     schema
   }).pipe(
     InvalidParameter.validateConfig(({ schema, timeoutMillis, url }) =>
       url === "" ? Effect.succeedNone : settings({ url, schema, timeout: Duration.millis(timeoutMillis) }).pipe(
         Effect.mapError((error) =>
-          new InvalidParameter.InvalidParameter({
-            ...error,
-            parameter: error.parameter === "url" ? names.url : error.parameter === "timeout"
-              ? names.timeoutMillis
-              : error.parameter
-          })
+          error.parameter === "url" ? new InvalidParameter.InvalidParameter({ ...error, parameter: names.url }) : error
         ),
         Effect.map(Option.some)
       )
