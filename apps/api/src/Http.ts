@@ -157,7 +157,9 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
       }).pipe(
         // the transaction has committed: tell the deriver (fire-and-forget; a replay enqueued nothing new)
         Effect.tap(({ fresh, response }) =>
-          fresh && response.enqueued > 0 ? Effect.flatMap(Effect.service(WakeSender.WakeSender), (sender) => sender.wake) : Effect.void
+          fresh && response.enqueued > 0
+            ? Effect.flatMap(Effect.service(WakeSender.WakeSender), (sender) => sender.wake)
+            : Effect.void
         ),
         Effect.map(({ response }) => response)
       ),

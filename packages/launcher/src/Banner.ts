@@ -23,7 +23,11 @@ export const render = (options: {
     "ready",
     `  API              ${stack.apiUrl}   (OpenAPI: ${stack.apiUrl}/docs, metrics: ${stack.apiUrl}/metrics)`,
     `  deriver metrics  ${stack.deriverMetricsUrl}`,
-    `  wake             ${stack.wakeUrl === "" ? "off (API_WAKE_URL is empty)" : `${stack.wakeUrl} (the API wakes the deriver after each write)`}`,
+    `  wake             ${
+      stack.wakeUrl === ""
+        ? "off (API_WAKE_URL is empty)"
+        : `${stack.wakeUrl} (the API wakes the deriver after each write)`
+    }`,
     `  database         ${database}`,
     `  admin token      ${options.adminToken}${
       options.adminTokenGenerated ? "   (generated; set API_ADMIN_TOKEN to choose one)" : ""

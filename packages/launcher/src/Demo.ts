@@ -157,7 +157,10 @@ export const run = (options: {
     }
     const status = yield* awaitDrained(client, workspace)
     yield* say(`   queue: ${JSON.stringify(status)}`)
-    const woken = PrometheusText.sample(yield* PrometheusText.scrape(stack.deriverMetricsUrl), "deriver_polls_woken_total")
+    const woken = PrometheusText.sample(
+      yield* PrometheusText.scrape(stack.deriverMetricsUrl),
+      "deriver_polls_woken_total"
+    )
     yield* say(
       `   the API woke the deriver after each accepted write (${woken} woken polls): no wait for its backed-off schedule`
     )
