@@ -13,15 +13,17 @@
  * - `burst`: 1,000 writes within 1 s to one tenant (queue pool), wakes on and off: polls made and the time from
  *   the first write until every item is processed.
  * - `faults`: the API's 201 latency over `BENCH_FAULT_WRITES` (300) writes, wakes off, and with the wake target
- *   refusing (a closed port), holding the socket (accepts, never answers), and down (an address nobody answers):
- *   p50, p99, max and 5xx; the API's `wakes_failed_total`.
- * - `flood`: 10,000 `POST /wake` per second for 10 s at one idle deriver (queue pool): the polls it made and its
- *   connection attempts (a counting proxy in front of the server), against the bound one poll per 50 ms.
+ *   down (a closed port: the deriver is gone), slow (accepts the connection, never answers) and refusing (answers
+ *   503 at once): p50, p99, max and 5xx; the API's `wakes_failed_total` by reason.
+ * - `flood`: 10,000 `POST /wake` per second (as many as the client manages) for 10 s at one idle deriver (`null`
+ *   pool through a counting proxy: one connection attempt per poll): its polls and attempts against the bound,
+ *   one poll per 50 ms.
  * - `idle`: connection attempts of an idle deriver (`null` pool, through a counting proxy) over
- *   `BENCH_IDLE_SECONDS` (300; the issue asks 10 minutes) with its API's wake on and off.
+ *   `BENCH_IDLE_SECONDS` (300; the issue asks 10 minutes) with its API's wake on and off, counted from the moment
+ *   its schedule is back at its cap after one write.
  *
- *   node --conditions=@resilience/source apps/deriver/bench/wake.ts
- *   BENCH_PHASES=burst,faults node --conditions=@resilience/source apps/deriver/bench/wake.ts
+ *   npm run bench:wake                                        # every phase (about 20 minutes)
+ *   BENCH_PHASES=burst,faults npm run bench:wake
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
@@ -30,7 +32,8 @@ import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint, PgBouncer, SilentListener } from "@resilience/test-db"
 import { Effect, Layer, Logger, References } from "effect"
 import type { Scope } from "effect"
-import { Agent, request } from "node:http"
+import { Agent, createServer, request, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
 import { loadavg } from "node:os"
 
 const list = (name: string, fallback: string) =>
@@ -300,11 +303,19 @@ const faults = Effect.scoped(Effect.gen(function*() {
   const db = yield* database("queue")
   const silent = yield* SilentListener.start
   const closed = yield* Cluster.freePort
+  // answers every wake at once with a 503 (a deriver that refuses: not started, or overloaded)
+  const refusing = yield* Effect.acquireRelease(
+    Effect.callback<Server>((resume) => {
+      const server = createServer((_req, res) => res.writeHead(503, { "retry-after": "1" }).end())
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) => Effect.sync(() => server.close())
+  )
   const targets: ReadonlyArray<readonly [string, string | undefined]> = [
     ["wakes off", undefined],
-    ["target refusing (closed port)", `http://127.0.0.1:${closed}/wake`],
-    ["target holding the socket", `${silent.url.replace(/^[a-z]+:/, "http:")}/wake`],
-    ["target down (10.255.255.1, no answer)", "http://10.255.255.1:9464/wake"]
+    ["target down (deriver gone: closed port, connection refused)", `http://127.0.0.1:${closed}/wake`],
+    ["target slow (accepts, holds the socket, never answers)", `http://127.0.0.1:${silent.port}/wake`],
+    ["target refusing (answers 503 at once)", `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/wake`]
   ]
   const lines: Array<string> = []
   for (const [index, [label, url]] of targets.entries()) {
@@ -328,9 +339,9 @@ const faults = Effect.scoped(Effect.gen(function*() {
       metric(api, "wakes_sent_total")
     }, failed ${metric(api, "wakes_failed_total")} (timeout ${
       metric(api, "wakes_failed_total", "reason=\"timeout\"")
-    }, error ${metric(api, "wakes_failed_total", "reason=\"error\"")}), coalesced ${
-      metric(api, "wakes_coalesced_total")
-    }; load ${load()}`
+    }, error ${metric(api, "wakes_failed_total", "reason=\"error\"")}, status ${
+      metric(api, "wakes_failed_total", "reason=\"status\"")
+    }), coalesced ${metric(api, "wakes_coalesced_total")}; load ${load()}`
     console.log(line)
     lines.push(line)
   }
@@ -341,11 +352,12 @@ const flood = Effect.scoped(Effect.gen(function*() {
   const db = yield* database("queue")
   const server = new URL(db.cluster.url)
   const proxy = yield* CountingProxy.start({ host: server.hostname, port: Number(server.port) })
+  // the null pool, straight to the server through the counting proxy: every poll is one connection attempt
   const t = yield* tenant({
     name: "flood",
-    url: db.url,
+    url: db.cluster.url,
     deriverUrl: proxy.url(db.cluster.url),
-    pool: "queue",
+    pool: "null",
     wake: false
   })
   yield* atCap(t)
@@ -388,7 +400,7 @@ const flood = Effect.scoped(Effect.gen(function*() {
   const line =
     `[flood] ${sent} POST /wake in ${fixed(elapsed)} s (${fixed(sent / elapsed, 0)}/s, ${accepted} × 202): ` +
     `${polls} polls (${woken} woken; bound 1 per 50 ms = ${Math.floor(elapsed * 20) + 1}), ${attempts} connection ` +
-    `attempts (queue pool: it keeps its connection); received ${metric(text, "deriver_wakes_received_total")}, ` +
+    `attempts (null pool: one per poll); received ${metric(text, "deriver_wakes_received_total")}, ` +
     `coalesced ${metric(text, "deriver_wakes_coalesced_total")}; load ${load()}`
   console.log(line)
   return line
@@ -408,15 +420,19 @@ const idle = Effect.scoped(Effect.gen(function*() {
         pool: "null",
         wake
       })
-      // one write first (woken or not), then idle: the deriver climbs back to its cap and stays
+      // one write first (woken or not), processed; then idle from the moment the schedule is back at its cap
       yield* t.post("one write, then quiet")
+      yield* atCap(t)
+      while ((yield* processedCount(db.sql, t.schema)).n < 1) yield* Effect.sleep("100 millis")
+      yield* atCap(t)
       const attempts0 = yield* proxy.attempts
       yield* Effect.sleep(`${idleSeconds} seconds`)
       const attempts = (yield* proxy.attempts) - attempts0
       const polls = metric(yield* scrape(`${t.metricsUrl}/metrics`), "deriver_polls_total")
       const line =
         `[idle wakes ${wake ? "on" : "off"}] ${attempts} connection attempts in ${idleSeconds} s after one ` +
-        `write (null pool; ${polls} polls since start); load ${load()}`
+        `write was processed and the schedule back at its cap (null pool: one attempt per poll; ${polls} polls since ` +
+        `start); expected ~${fixed(idleSeconds / 30, 0)} (one per jittered 30 s); load ${load()}`
       console.log(line)
       lines.push(line)
     }), { concurrency: "unbounded", discard: true })
