@@ -133,6 +133,32 @@ describe("PollLoop wakes (TestClock, seeded Random)", () => {
       assert.strictEqual((yield* starts).length, 4)
     }).pipe(Random.withSeed("wake-outage")))
 
+  it.effect("after an outage, the first write's wake makes the deriver poll at once, not at its capped schedule", () =>
+    Effect.gen(function*() {
+      const up = yield* Ref.make(false)
+      const { events, loop, starts } = yield* harness({
+        poll: (index) =>
+          Effect.flatMap(
+            Ref.get(up),
+            (ok) => ok ? Effect.succeed(index === 3 ? ["unit"] : []) : Effect.fail("unavailable")
+          )
+      })
+      // the outage: failed polls at the cap
+      yield* TestClock.adjust(60_000)
+      assert.deepStrictEqual(yield* starts, [0, 30_000, 60_000])
+      // the database answers again; 5 s later a write commits and its wake arrives
+      yield* Ref.set(up, true)
+      yield* TestClock.adjust(5000)
+      assert.strictEqual(yield* loop.wake, "pollNow")
+      yield* TestClock.adjust(0)
+      assert.deepStrictEqual((yield* starts).slice(0, 4), [0, 30_000, 60_000, 65_000])
+      const woken = (yield* events)[3]
+      assert.deepStrictEqual([woken?.outcome, woken?.woken], ["claimed", true])
+      // and the schedule starts again from its base: at once after the claim, then 1 s
+      yield* TestClock.adjust(1000)
+      assert.deepStrictEqual((yield* starts).slice(3), [65_000, 65_000, 66_000])
+    }).pipe(Random.withSeed("wake-recovery")))
+
   it.effect("a wake never makes a poll while the checkout gate is blocked (no attempt)", () =>
     Effect.gen(function*() {
       const blocked = yield* Ref.make(true)
