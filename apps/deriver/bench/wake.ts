@@ -10,9 +10,11 @@
  *   to a deriver idle at its cap (the bench waits until its schedule reads 30 s, then a uniform 0–10 s more);
  *   `BENCH_TENANTS` (5) tenants per configuration take turns. Pickup: from the API's 201 (client clock) to the
  *   item's `processed_at` (the server's clock, the same machine); p50, p99, max.
- * - `burst`: 1,000 writes within 1 s to one tenant (queue pool), wakes on and off: polls made and the time from
- *   the first write until every item is processed.
- * - `faults`: the API's 201 latency over `BENCH_FAULT_WRITES` (300) writes, wakes off, and with the wake target
+ * - `burst-db`: 1,000 writes within 1 s to one tenant (queue pool), committed straight into the database, each
+ *   followed by the API's own sender's wake (on) or none (off): polls made and the time from the first write
+ *   until every item is processed.
+ * - `burst`: the same 1,000 writes sent through the API within 1 s (a 503 resent after its `Retry-After`).
+ * - `faults`: the API's 201 latency over `BENCH_FAULT_WRITES` (300) writes (after 30 unmeasured), wakes off, and with the wake target
  *   down (a closed port: the deriver is gone), slow (accepts the connection, never answers) and refusing (answers
  *   503 at once): p50, p99, max and 5xx; the API's `wakes_failed_total` by reason.
  * - `flood`: 10,000 `POST /wake` per second (as many as the client manages) for 10 s at one idle deriver (`null`
@@ -27,9 +29,11 @@
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
+import { Messages } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint, PgBouncer, SilentListener } from "@resilience/test-db"
+import { WakeSender } from "@resilience/wake"
 import { Effect, Layer, Logger, References } from "effect"
 import type { Scope } from "effect"
 import { Agent, createServer, request, type Server } from "node:http"
@@ -38,7 +42,7 @@ import { loadavg } from "node:os"
 
 const list = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
-const phases = new Set(list("BENCH_PHASES", "pickup,burst,faults,flood,idle"))
+const phases = new Set(list("BENCH_PHASES", "pickup,burst-db,burst,faults,flood,idle"))
 const writes = Number(process.env.BENCH_WRITES ?? 50)
 const tenants = Number(process.env.BENCH_TENANTS ?? 5)
 const faultWrites = Number(process.env.BENCH_FAULT_WRITES ?? 300)
@@ -79,7 +83,7 @@ const database = (pool: Pool) =>
       Effect.provide(Effect.flatMap(Effect.service(DbSession), (db) => db.query<Row>(text, params)), admin).pipe(
         Effect.orDie
       )
-    return { cluster, url, sql }
+    return { cluster, url, sql, admin }
   })
 
 /** One HTTP request on a keep-alive agent: status and the time its headers arrived. */
@@ -299,6 +303,53 @@ const burst = (wake: boolean) =>
     return line
   }))
 
+/**
+ * The same burst written straight into the database (1,000 single-message transactions within 1 s, 8 at a time),
+ * each followed by the wake the API would send (`WakeSender`, the API's own sender, in this process): the deriver's
+ * side of a burst without the API's throughput on this machine in the way.
+ */
+const burstDb = (wake: boolean) =>
+  Effect.scoped(Effect.gen(function*() {
+    const db = yield* database("queue")
+    const t = yield* tenant({ name: `burstdb_${wake ? "on" : "off"}`, url: db.url, pool: "queue", wake: false })
+    const sender = wake
+      ? yield* WakeSender.make(
+        yield* Effect.orDie(WakeSender.settings({ url: `${t.metricsUrl}/wake`, schema: t.schema }))
+      )
+      : WakeSender.disabled
+    yield* atCap(t)
+    const text0 = yield* scrape(`${t.metricsUrl}/metrics`)
+    const started = nowMillis()
+    yield* Effect.forEach(Array.from({ length: 1000 }, (_, i) => i), (i) =>
+      Effect.gen(function*() {
+        const due = started + i
+        const wait = due - nowMillis()
+        if (wait > 0) yield* Effect.sleep(`${Math.round(wait)} millis`)
+        yield* Effect.provide(
+          Messages.append(t.schema, "bench", `s${i % 10}`, [{ peer: `peer${i % 50}`, content: `burst ${i}` }]),
+          db.admin
+        ).pipe(Effect.orDie)
+        yield* sender.wake
+      }), { concurrency: 8, discard: true })
+    const written = nowMillis() - started
+    let counts = yield* processedCount(db.sql, t.schema)
+    while (counts.n < counts.total && nowMillis() - started < 300_000) {
+      yield* Effect.sleep("20 millis")
+      counts = yield* processedCount(db.sql, t.schema)
+    }
+    const text = yield* scrape(`${t.metricsUrl}/metrics`)
+    const delta = (name: string, labels = "") => metric(text, name, labels) - metric(text0, name, labels)
+    const line =
+      `[burst-db wakes ${wake ? "on" : "off"}] 1000 writes committed in ${fixed(written, 0)} ms (the API's ` +
+      `sender after each); ${counts.total} items, all processed ${fixed((counts.last ?? 0) - started, 0)} ms after ` +
+      `the first write; ${delta("deriver_polls_total")} polls (${delta("deriver_polls_woken_total")} woken, ` +
+      `${delta("deriver_polls_total", "result=\"claimed\"")} claimed); wakes received ${
+        delta("deriver_wakes_received_total")
+      }; load ${load()}`
+    console.log(line)
+    return line
+  }))
+
 const faults = Effect.scoped(Effect.gen(function*() {
   const db = yield* database("queue")
   const silent = yield* SilentListener.start
@@ -326,6 +377,8 @@ const faults = Effect.scoped(Effect.gen(function*() {
       wake: false,
       ...(url === undefined ? {} : { wakeUrl: url })
     })
+    // warm-up (JIT, the pool's connections), not measured
+    for (let i = 0; i < 30; i++) yield* t.post(`warm-up ${i}`, `w${i % 5}`, `peer${i % 7}`)
     const millis: Array<number> = []
     let fivexx = 0
     for (let i = 0; i < faultWrites; i++) {
@@ -449,6 +502,7 @@ const program = Effect.gen(function*() {
       for (const [label, values] of Object.entries(byLabel)) report.push(`pickup ${label}: ${summary(values)}`)
     }
   }
+  if (phases.has("burst-db")) { for (const wake of [true, false]) report.push(yield* burstDb(wake)) }
   if (phases.has("burst")) { for (const wake of [true, false]) report.push(yield* burst(wake)) }
   if (phases.has("faults")) report.push(...(yield* faults))
   if (phases.has("flood")) report.push(yield* flood)
