@@ -343,7 +343,9 @@ const burstDb = (wake: boolean) =>
       `[burst-db wakes ${wake ? "on" : "off"}] 1000 writes committed in ${fixed(written, 0)} ms (the API's ` +
       `sender after each); ${counts.total} items, all processed ${fixed((counts.last ?? 0) - started, 0)} ms after ` +
       `the first write; ${delta("deriver_polls_total")} polls (${delta("deriver_polls_woken_total")} woken, ` +
-      `${delta("deriver_polls_total", "result=\"claimed\"")} claimed); wakes received ${
+      `${delta("deriver_polls_total", "result=\"claimed\"")} claimed, ${
+        delta("deriver_polls_total", "result=\"empty\"")
+      } empty, ${delta("deriver_polls_total", "result=\"busy\"")} busy: no attempt); wakes received ${
         delta("deriver_wakes_received_total")
       }; load ${load()}`
     console.log(line)
