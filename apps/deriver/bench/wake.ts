@@ -14,6 +14,9 @@
  *   followed by the API's own sender's wake (on) or none (off): polls made and the time from the first write
  *   until every item is processed.
  * - `burst`: the same 1,000 writes sent through the API within 1 s (a 503 resent after its `Retry-After`).
+ * - `recovery`: after a `BENCH_SATURATION_SECONDS` (120) saturation (the apps' backends killed, every slot held) with
+ *   a client posting a write every second, the time from the API's first 201 after the release to that item
+ *   processed, wakes on and off (`queue` pool).
  * - `faults`: the API's 201 latency over `BENCH_FAULT_WRITES` (300) writes (after 30 unmeasured), wakes off, and with the wake target
  *   down (a closed port: the deriver is gone), slow (accepts the connection, never answers) and refusing (answers
  *   503 at once): p50, p99, max and 5xx; the API's `wakes_failed_total` by reason.
@@ -30,7 +33,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
 import { Messages } from "@resilience/domain"
-import { Cluster } from "@resilience/local-postgres"
+import { Cluster, Saturation } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint, PgBouncer, SilentListener } from "@resilience/test-db"
 import { WakeSender } from "@resilience/wake"
@@ -42,11 +45,12 @@ import { loadavg } from "node:os"
 
 const list = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
-const phases = new Set(list("BENCH_PHASES", "pickup,burst-db,burst,faults,flood,idle"))
+const phases = new Set(list("BENCH_PHASES", "pickup,burst-db,burst,recovery,faults,flood,idle"))
 const writes = Number(process.env.BENCH_WRITES ?? 50)
 const tenants = Number(process.env.BENCH_TENANTS ?? 5)
 const faultWrites = Number(process.env.BENCH_FAULT_WRITES ?? 300)
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 300)
+const saturationSeconds = Number(process.env.BENCH_SATURATION_SECONDS ?? 120)
 const adminToken = "bench-wake-admin-token"
 const load = () => loadavg().map((n) => n.toFixed(1)).join(" ")
 const nowMillis = () => performance.timeOrigin + performance.now()
@@ -352,6 +356,56 @@ const burstDb = (wake: boolean) =>
     return line
   }))
 
+/**
+ * After a saturation (every slot held, the apps' backends killed first) with a client posting a write every second
+ * (503s), the time from the API's first 201 after the release to that item processed, wakes on and off.
+ */
+const recovery = (wake: boolean) =>
+  Effect.scoped(Effect.gen(function*() {
+    const label = `recovery wakes ${wake ? "on" : "off"}`
+    const db = yield* database("queue")
+    const t = yield* tenant({ name: `recovery_${wake ? "on" : "off"}`, url: db.url, pool: "queue", wake })
+    yield* atCap(t)
+    yield* db.sql(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+       WHERE application_name IN ('resilience', $1) AND pid <> pg_backend_pid()`,
+      [`bench-wake-${t.schema}`]
+    )
+    const saturation = yield* Effect.orDie(Saturation.hold(db.cluster.url, {
+      applicationName: "saturator",
+      patience: "1 second",
+      connectTimeout: "30 seconds"
+    }))
+    const saturatedAt = nowMillis()
+    let refused = 0
+    while (nowMillis() - saturatedAt < saturationSeconds * 1000) {
+      const reply = yield* t.post(`during ${refused}`)
+      if (reply.status === 201) return yield* Effect.die(new Error(`${label}: a 201 during the saturation`))
+      refused++
+      yield* Effect.sleep("1 second")
+    }
+    yield* Effect.orDie(saturation.release)
+    const releasedAt = nowMillis()
+    // the client resends every second until its first 201
+    let first: { at: number } | undefined
+    for (let i = 0; first === undefined && i < 300; i++) {
+      const reply = yield* t.post(`after ${i}`)
+      if (reply.status === 201) first = reply
+      else yield* Effect.sleep("1 second")
+    }
+    if (first === undefined) return yield* Effect.die(new Error(`${label}: no 201 within 300 s of the release`))
+    let counts = yield* processedCount(db.sql, t.schema)
+    while (counts.n === 0 && nowMillis() - first.at < 120_000) {
+      yield* Effect.sleep("20 millis")
+      counts = yield* processedCount(db.sql, t.schema)
+    }
+    const line = `[${label}] ${saturationSeconds} s saturation (${saturation.held} slots held, ${refused} writes ` +
+      `refused meanwhile); first 201 ${fixed((first.at - releasedAt) / 1000, 1)} s after the release; first item ` +
+      `processed ${fixed((counts.last ?? Number.NaN) - first.at, 0)} ms after that 201; load ${load()}`
+    console.log(line)
+    return line
+  }))
+
 const faults = Effect.scoped(Effect.gen(function*() {
   const db = yield* database("queue")
   const silent = yield* SilentListener.start
@@ -506,6 +560,9 @@ const program = Effect.gen(function*() {
   }
   if (phases.has("burst-db")) { for (const wake of [true, false]) report.push(yield* burstDb(wake)) }
   if (phases.has("burst")) { for (const wake of [true, false]) report.push(yield* burst(wake)) }
+  if (phases.has("recovery")) {
+    report.push(...(yield* Effect.forEach([true, false], recovery, { concurrency: "unbounded" })))
+  }
   if (phases.has("faults")) report.push(...(yield* faults))
   if (phases.has("flood")) report.push(yield* flood)
   if (phases.has("idle")) report.push(...(yield* idle))
