@@ -51,6 +51,8 @@ const tenants = Number(process.env.BENCH_TENANTS ?? 5)
 const faultWrites = Number(process.env.BENCH_FAULT_WRITES ?? 300)
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 300)
 const saturationSeconds = Number(process.env.BENCH_SATURATION_SECONDS ?? 120)
+/** The pickup's configurations: wakes on and off (`BENCH_PICKUP_WAKES=on` for on only). */
+const pickupWakes = list("BENCH_PICKUP_WAKES", "on,off").map((value) => value === "on")
 const adminToken = "bench-wake-admin-token"
 const load = () => loadavg().map((n) => n.toFixed(1)).join(" ")
 const nowMillis = () => performance.timeOrigin + performance.now()
@@ -218,7 +220,7 @@ const pickup = (pool: Pool) =>
   Effect.scoped(Effect.gen(function*() {
     const db = yield* database(pool)
     const result: Record<string, Array<number>> = {}
-    yield* Effect.forEach([true, false], (wake) =>
+    yield* Effect.forEach(pickupWakes, (wake) =>
       Effect.gen(function*() {
         const label = `${pool} wakes ${wake ? "on" : "off"}`
         const group = yield* Effect.forEach(
