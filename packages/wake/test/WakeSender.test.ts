@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { WakeSender } from "@resilience/wake"
-import { Duration, Effect, Exit } from "effect"
+import { WakeMetrics, WakeSender } from "@resilience/wake"
+import { Duration, Effect, Exit, Metric } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 
@@ -71,12 +71,15 @@ describe("WakeSender", () => {
       expect(s.bodies).toHaveLength(2)
     }).pipe(Effect.scoped))
 
-  it.live("a refused connection fails quietly", () =>
+  it.live("a refused connection fails quietly: the wake succeeds, the failure is counted", () =>
     Effect.gen(function*() {
+      const failed = Metric.value(Metric.withAttributes(WakeMetrics.failed, { reason: "error" }))
+      const before = (yield* failed).count
       const wakes = yield* sender("http://127.0.0.1:1/wake")
       const exit = yield* Effect.exit(wakes.wake)
       expect(Exit.isSuccess(exit)).toBe(true)
-      yield* Effect.sleep(Duration.millis(50))
+      for (let i = 0; i < 50 && (yield* failed).count === before; i++) yield* Effect.sleep(Duration.millis(20))
+      expect((yield* failed).count).toBe(before + 1)
     }).pipe(Effect.scoped))
 
   it.effect("rejects a URL that is not http(s) and a timeout out of range, naming the option", () =>
