@@ -126,10 +126,12 @@ set -e
 [ "$migrated" -eq 0 ] || fail "migrate exited $migrated, expected 0"
 echo "image-check: migrate exits 75 (unreachable), 78 (misconfigured), 0 (migrated)"
 
-run api >"$work/api.log" 2>&1 &
+# The API wakes the deriver after each write (API_WAKE_URL, the deriver's POST /wake on its metrics port); the
+# deriver runs the production schedule from its cap, so only the wake can derive the message below in time.
+run api API_WAKE_URL="http://127.0.0.1:$metrics_port/wake" >"$work/api.log" 2>&1 &
 api=$!
 pids+=("$api")
-run deriver >"$work/deriver.log" 2>&1 &
+run deriver DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS=30 DERIVER_POLLING_INITIAL_INTERVAL=max >"$work/deriver.log" 2>&1 &
 deriver=$!
 pids+=("$deriver")
 base=http://127.0.0.1:$api_port
@@ -156,20 +158,30 @@ for pid in "$api_pid" "$deriver_pid"; do
 done
 echo "image-check: HEALTHCHECK passes for both"
 
-# One message through the API, derived by the deriver.
+# POST /wake: a bad body is a 400 naming the field, another schema a 404.
+wake=http://127.0.0.1:$metrics_port/wake
+bad=$(curl -s -o "$work/wake-400.json" -w '%{http_code}' -H 'content-type: application/json' -d '{"schema":"Not A Schema"}' "$wake")
+[ "$bad" = 400 ] && grep -q 'schema' "$work/wake-400.json" || fail "POST /wake with a bad schema answered $bad: $(cat "$work/wake-400.json")"
+other=$(curl -s -o /dev/null -w '%{http_code}' -H 'content-type: application/json' -d '{"schema":"tenant_other"}' "$wake")
+[ "$other" = 404 ] || fail "POST /wake for another schema answered $other, expected 404"
+echo "image-check: POST /wake answers 400 naming the field, 404 for another schema"
+
+# One message through the API, derived by the deriver: woken by the API, not by its 30 s schedule.
 admin=(-H "authorization: Bearer image-check-admin-token" -H "content-type: application/json")
 token=$(curl -sf "${admin[@]}" -d '{"name":"acme"}' "$base/v1/workspaces" | node -pe 'JSON.parse(require("fs").readFileSync(0)).token')
 curl -sf -H "authorization: Bearer $token" -H "content-type: application/json" \
   -d '{"messages":[{"peer":"alice","content":"hello from the image check"}]}' \
   "$base/v1/workspaces/acme/sessions/s1/messages" >/dev/null || fail "appending a message"
 derived=""
-for _ in $(seq 1 60); do
+for _ in $(seq 1 20); do
   derived=$(curl -s -H "authorization: Bearer $token" "$base/v1/workspaces/acme/peers/alice/representation" || true)
   case "$derived" in *'"messageCount":1'*) break ;; esac
   sleep 0.5
 done
 case "$derived" in *'"messageCount":1'*) ;; *) fail "the deriver did not derive the message: $derived" ;; esac
-echo "image-check: a message posted to the API was derived by the deriver"
+curl -s "http://127.0.0.1:$metrics_port/metrics" | grep -Eq '^deriver_polls_woken_total(\{[^}]*\})? [1-9]' ||
+  fail "the deriver made no woken poll (API_WAKE_URL not wired?)"
+echo "image-check: a message posted to the API was derived by the deriver, woken by the API (within 10 s; its schedule was at 30 s)"
 
 # SIGTERM to node (PID 1 of its namespace): graceful shutdown, exit 0.
 for name in deriver api; do

@@ -11,6 +11,7 @@ import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilienc
 import { DbSession } from "@resilience/db-session"
 import { Idempotency, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
 import { SchemaGate } from "@resilience/schema"
+import { WakeSender } from "@resilience/wake"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -132,14 +133,19 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
     appendMessages: ({ headers, params, payload }) =>
       withWorkspace(params.workspace, (schema) => {
         const key = headers["idempotency-key"]
-        if (key === undefined) return Messages.append(schema, params.workspace, params.session, payload.messages)
+        if (key === undefined) {
+          return Effect.map(
+            Messages.append(schema, params.workspace, params.session, payload.messages),
+            (response) => ({ response, fresh: true })
+          )
+        }
         return Effect.gen(function*() {
           const { idempotencyRetentionSeconds } = yield* AppSettings
           const outcome = yield* Messages.appendOnce(schema, params.workspace, params.session, payload.messages, {
             key,
             retentionSeconds: idempotencyRetentionSeconds ?? defaultIdempotencyRetentionSeconds
           })
-          return outcome.response
+          return { response: outcome.response, fresh: !outcome.replayed }
         }).pipe(
           Effect.catchTag("IdempotencyKeyReused", () =>
             Effect.fail(
@@ -148,7 +154,15 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
               })
             ))
         )
-      }),
+      }).pipe(
+        // the transaction has committed: tell the deriver (fire-and-forget; a replay enqueued nothing new)
+        Effect.tap(({ fresh, response }) =>
+          fresh && response.enqueued > 0
+            ? Effect.flatMap(Effect.service(WakeSender.WakeSender), (sender) => sender.wake)
+            : Effect.void
+        ),
+        Effect.map(({ response }) => response)
+      ),
     queueStatus: ({ params }) =>
       withWorkspace(params.workspace, (schema) => QueueStatus.forWorkspace(schema, params.workspace)),
     representation: ({ params }) =>
@@ -262,6 +276,7 @@ export const server = Layer.unwrap(Effect.gen(function*() {
   const settings = yield* AppSettings
   return HttpRouter.serve(routes).pipe(
     Layer.provide(admission),
+    Layer.provide(WakeSender.layer(settings.wake ?? Option.none())),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: settings.port, host: settings.host })),
     (serving) => Layer.provideMerge(readyLog, serving),
     Layer.provideMerge(idempotencyPruning),

@@ -9,7 +9,8 @@ import { RetryAfter } from "@resilience/api-errors"
 import { SchemaName } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
 import { InvalidParameter } from "@resilience/parameters"
-import { Config, Context, Effect, Layer, type LogLevel, Redacted, Schema } from "effect"
+import { WakeSender } from "@resilience/wake"
+import { Config, Context, Effect, Layer, type LogLevel, type Option, Redacted, Schema } from "effect"
 
 /**
  * What the server needs to know.
@@ -40,6 +41,11 @@ export interface Settings {
   readonly admission?: Admission.Settings | undefined
   /** `/readyz` answers from a check at most this old (`API_READINESS_CACHE_MILLIS`, 1000). */
   readonly readinessCacheMillis?: number | undefined
+  /**
+   * The wake of the deriver after each write that enqueued work (`API_WAKE_URL`, `API_WAKE_TIMEOUT_MILLIS`):
+   * none (the default) sends nothing.
+   */
+  readonly wake?: Option.Option<WakeSender.Settings> | undefined
 }
 
 /**
@@ -85,7 +91,8 @@ export const config: Config.Config<Settings> = Config.all({
     Config.withDefault(86_400)
   ),
   admission: Admission.config(Variables.admission),
-  readinessCacheMillis: ReadinessProbe.cacheMillisConfig(Variables.readinessCacheMillis)
+  readinessCacheMillis: ReadinessProbe.cacheMillisConfig(Variables.readinessCacheMillis),
+  wake: WakeSender.config(Variables.wake, SchemaName.config(Variables.schema))
 })
 
 /**

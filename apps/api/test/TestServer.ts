@@ -9,7 +9,8 @@ import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/domain"
 import { SchemaGate } from "@resilience/schema"
-import { Cause, Context, Duration, Effect, Layer, Logger, Redacted } from "effect"
+import type { WakeSender } from "@resilience/wake"
+import { Cause, Context, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
 
 export const adminToken = "test-admin-token-0123456789"
@@ -43,6 +44,8 @@ export interface Options {
    * `queue` keeps up to `poolSize` connections open, where the pool class is not what a test is about.
    */
   readonly pool?: { readonly poolClass: "null" | "queue"; readonly poolSize: number } | undefined
+  /** Wake the deriver after each write that enqueued work (default: off). */
+  readonly wake?: WakeSender.Settings | undefined
 }
 
 export const start = (options: Options) =>
@@ -65,7 +68,8 @@ export const start = (options: Options) =>
       migrate: options.migrate ?? true,
       idempotencyRetentionSeconds: options.idempotencyRetentionSeconds,
       admission: yield* Effect.orDie(Admission.make(options.admission)),
-      readinessCacheMillis: options.readinessCacheMillis ?? 1_000
+      readinessCacheMillis: options.readinessCacheMillis ?? 1_000,
+      wake: Option.fromUndefinedOr(options.wake)
     }
     const context = yield* Layer.build(
       Http.server.pipe(

@@ -11,8 +11,9 @@ import { Deriver, DeriverConfig } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
 import { SchemaGate, SchemaName } from "@resilience/schema"
-import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Schema } from "effect"
-import { HttpRouter, HttpServerResponse } from "effect/http"
+import { WakeContract } from "@resilience/wake"
+import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Option, Result, Schema } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { PrometheusMetrics } from "effect/observability"
 import { createServer } from "node:http"
 
@@ -94,6 +95,18 @@ export class Liveness extends Context.Service<Liveness, { readonly died: Deferre
   static readonly layer = Layer.effect(Liveness, Effect.map(Deferred.make<string>(), (died) => ({ died })))
 }
 
+/**
+ * The running deriver's wake (`Deriver.wake`), once it runs; `POST /wake` calls it.
+ *
+ * @since 0.3.0
+ */
+export class Wakes extends Context.Service<Wakes, {
+  readonly deriver: Deferred.Deferred<Deriver.Deriver>
+}>()("@resilience/deriver-app/Wakes") {
+  /** No deriver yet. */
+  static readonly layer = Layer.effect(Wakes, Effect.map(Deferred.make<Deriver.Deriver>(), (deriver) => ({ deriver })))
+}
+
 /** The first line of a cause's pretty print: what died, without the stack. */
 const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).split("\n")[0] ?? "unknown"
 
@@ -108,9 +121,11 @@ export const deriverLayer = Layer.effectDiscard(
     const { deriver: config, schema } = yield* Settings
     const readiness = yield* SchemaGate.SchemaGate
     const liveness = yield* Liveness
+    const wakes = yield* Wakes
     yield* Effect.forkScoped(
       readiness.await.pipe(
         Effect.andThen(Deriver.start({ schema, handlers: Domain.handlers(schema), config })),
+        Effect.tap((deriver) => Deferred.succeed(wakes.deriver, deriver)),
         Effect.flatMap((deriver) => deriver.died),
         Effect.flatMap((cause) => Deferred.succeed(liveness.died, reasonOf(cause))),
         Effect.ignore
@@ -154,6 +169,50 @@ export const healthzRoute = HttpRouter.add(
   })
 )
 
+/** A wake body is a schema name in a small JSON object: anything longer is refused unread. */
+const maxWakeBodyBytes = 1024
+
+/**
+ * `POST /wake` (`@resilience/wake`'s contract): `{"schema": "<DB_SCHEMA>"}` makes the deriver poll now, or once
+ * more after the poll in flight (`Deriver.wake`, coalesced), and answers `202 {"decision": …}` at once; `400`
+ * naming the field for a bad body, `413` for a body over 1 KiB, `404` for another schema, `503` before the
+ * deriver runs (its first poll comes anyway).
+ *
+ * @since 0.3.0
+ */
+export const wakeRoute = HttpRouter.add(
+  "POST",
+  WakeContract.path,
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const length = Number(request.headers["content-length"] ?? "0")
+    if (length > maxWakeBodyBytes) {
+      return HttpServerResponse.jsonUnsafe({ detail: `Wake body over ${maxWakeBodyBytes} bytes` }, { status: 413 })
+    }
+    const body = yield* Effect.orElseSucceed(request.text, () => "")
+    const decoded = WakeContract.decodeText(body)
+    if (Result.isFailure(decoded)) {
+      return HttpServerResponse.jsonUnsafe({ detail: decoded.failure.detail }, { status: 400 })
+    }
+    const { schema } = yield* Settings
+    if (decoded.success.schema !== schema) {
+      return HttpServerResponse.jsonUnsafe({
+        detail: `This deriver serves schema ${JSON.stringify(schema)}, not ${JSON.stringify(decoded.success.schema)}`
+      }, { status: 404 })
+    }
+    const wakes = yield* Wakes
+    const deriver = yield* Deferred.poll(wakes.deriver)
+    if (Option.isNone(deriver)) {
+      return HttpServerResponse.jsonUnsafe({ detail: "The deriver has not started yet" }, {
+        status: 503,
+        headers: { "retry-after": "1" }
+      })
+    }
+    const decision = yield* Effect.flatMap(deriver.value, (running) => running.wake)
+    return HttpServerResponse.jsonUnsafe({ decision } satisfies WakeContract.Accepted, { status: 202 })
+  })
+)
+
 /**
  * The Prometheus endpoint (`GET /metrics`), `GET /readyz` and `GET /healthz` on `DERIVER_METRICS_PORT`.
  *
@@ -162,7 +221,7 @@ export const healthzRoute = HttpRouter.add(
 export const metricsLayer = Layer.unwrap(Effect.gen(function*() {
   const { metricsPort } = yield* Settings
   return HttpRouter.serve(
-    Layer.mergeAll(PrometheusMetrics.layerHttp({ path: "/metrics" }), readyzRoute, healthzRoute)
+    Layer.mergeAll(PrometheusMetrics.layerHttp({ path: "/metrics" }), readyzRoute, healthzRoute, wakeRoute)
   ).pipe(
     Layer.provide(NodeHttpServer.layer(createServer, { port: metricsPort, host: "0.0.0.0" }))
   )
@@ -184,6 +243,7 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
   Layer.provideMerge(schemaGateLayer),
   Layer.provideMerge(Liveness.layer),
+  Layer.provideMerge(Wakes.layer),
   Layer.provideMerge(sessionLayer),
   Layer.provideMerge(Settings.layer),
   Layer.provide(loggerLayer)

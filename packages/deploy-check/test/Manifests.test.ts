@@ -35,6 +35,7 @@ describe.skipIf(skip !== undefined)(
           "PodDisruptionBudget",
           "PodDisruptionBudget",
           "Secret",
+          "Service",
           "Service"
         ]
       )
@@ -88,6 +89,22 @@ describe.skipIf(skip !== undefined)(
         assert.isDefined(c.resources.limits.memory)
         assert.isTrue(deployment.spec.template.spec.securityContext.runAsNonRoot)
       }
+    })
+
+    it("let the API reach its deriver's POST /wake through the deriver's Service, on the port the deriver listens on", () => {
+      const env = config(manifests)
+      const service = one(manifests, "Service", "resilience-deriver")
+      const deployment = one(manifests, "Deployment", "resilience-deriver")
+      const wake = new URL(env["API_WAKE_URL"]!)
+      assert.strictEqual(wake.hostname, service.metadata.name, "the URL names the deriver's Service")
+      assert.strictEqual(wake.pathname, "/wake")
+      const port = service.spec.ports.find((p: { port: number }) => String(p.port) === wake.port)
+      assert.isDefined(port, `the Service serves port ${wake.port}`)
+      const named = Object.fromEntries(
+        container(deployment).ports.map((p: { name: string; containerPort: number }) => [p.name, p.containerPort])
+      )
+      assert.strictEqual(String(named[port.targetPort]), env["DERIVER_METRICS_PORT"], "it reaches the metrics port")
+      assert.deepStrictEqual(service.spec.selector, deployment.spec.selector.matchLabels)
     })
 
     it("give the deriver a grace period above its shutdown grace, and the API a preStop within its own", () => {

@@ -544,6 +544,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         shutdownGraceMillis: config.shutdownGraceMillis,
         overload: config.overloadEnabled ? config.overload : undefined,
         lag: config.overloadEnabled ? (yield* LoopLag.make()).stalledMillis : undefined,
+        wakeMinIntervalMillis: config.wakeMinIntervalMillis,
         observer: options.observer
       }
     )

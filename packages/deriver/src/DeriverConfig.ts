@@ -81,6 +81,11 @@ export interface DeriverConfig {
    * short by it is interrupted (its statement cancelled on the server) and counts as an overload signal.
    */
   readonly claimTimeoutMillis: number
+  /**
+   * The least time from one poll's start to the start of a poll a wake makes (`DERIVER_WAKE_MIN_INTERVAL_SECONDS`,
+   * `PollLoop` `wakeMinIntervalMillis`): the bound on the polls a flood of wakes can cause.
+   */
+  readonly wakeMinIntervalMillis: number
 }
 
 /**
@@ -113,6 +118,7 @@ export interface Input {
   readonly overloadEnabled?: boolean | undefined
   readonly historyRetentionHours?: number | undefined
   readonly claimTimeoutSeconds?: number | undefined
+  readonly wakeMinIntervalSeconds?: number | undefined
 }
 
 /**
@@ -148,7 +154,8 @@ export const defaults = {
   overloadSlowPollSeconds: 2,
   overloadEnabled: true,
   historyRetentionHours: 168,
-  claimTimeoutSeconds: 10
+  claimTimeoutSeconds: 10,
+  wakeMinIntervalSeconds: 0.05
 } as const
 
 /**
@@ -289,7 +296,8 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,
-      claimTimeoutMillis
+      claimTimeoutMillis,
+      wakeMinIntervalMillis: yield* setting(input, names, "wakeMinIntervalSeconds", nonNegativeSeconds)
     }
   })
 
@@ -322,7 +330,8 @@ export const config = (names: Names): Config.Config<DeriverConfig> =>
     overloadRecoverySeconds: optionalNumber(names.overloadRecoverySeconds),
     overloadEnabled: Config.option(Config.Boolean(names.overloadEnabled)),
     historyRetentionHours: optionalNumber(names.historyRetentionHours),
-    claimTimeoutSeconds: optionalNumber(names.claimTimeoutSeconds)
+    claimTimeoutSeconds: optionalNumber(names.claimTimeoutSeconds),
+    wakeMinIntervalSeconds: optionalNumber(names.wakeMinIntervalSeconds)
   }).pipe(
     Config.map((options) => {
       const input: Record<string, unknown> = {}

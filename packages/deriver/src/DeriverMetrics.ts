@@ -142,3 +142,36 @@ export const historyPruned = counter(
   "deriver_history_pruned_total",
   "Processed items deleted because they were older than DERIVER_HISTORY_RETENTION_HOURS"
 )
+
+/**
+ * Wakes received (`POST /wake`, or `PollLoop.wake`), whatever was decided: `deriver_wakes_received_total`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const wakesReceived = counter(
+  "deriver_wakes_received_total",
+  "Wakes received (a write committed work for this deriver's schema)"
+)
+
+/**
+ * Wakes that made no poll of their own, by `reason`: `coalesced` (a poll already waiting covers them) or
+ * `ignored` (a woken poll failed, so wakes wait for a poll that succeeds; or the deriver had not started):
+ * `deriver_wakes_coalesced_total{reason}`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const wakesCoalesced = counter(
+  "deriver_wakes_coalesced_total",
+  "Wakes that made no poll of their own (reason: coalesced into a waiting poll, or ignored)"
+)
+
+/**
+ * Polls made because of a wake (a sleep ended early, or one more poll after the one in flight):
+ * `deriver_polls_woken_total`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const pollsWoken = counter("deriver_polls_woken_total", "Polls made because of a wake, not the schedule")

@@ -8,7 +8,8 @@
  *
  * @since 0.1.0
  */
-import type { PollBackoff } from "@resilience/jitter"
+import { PollBackoff } from "@resilience/jitter"
+import { Coalesce } from "@resilience/wake"
 import { Cause, Clock, Deferred, Duration, Effect, Fiber, FiberSet, Metric, Option, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
@@ -102,6 +103,11 @@ export interface Options {
    * @since 0.3.0
    */
   readonly lag?: Effect.Effect<number> | undefined
+  /**
+   * The least time from one poll's start to a woken poll's start (default 0): with it, a flood of wakes makes at
+   * most one poll per interval (see {@link PollLoop.wake}).
+   */
+  readonly wakeMinIntervalMillis?: number | undefined
   /** Called for every scheduling event (tests, benchmarks); must not fail. */
   readonly observer?: ((event: Event) => Effect.Effect<void>) | undefined
 }
@@ -126,6 +132,8 @@ export type Event =
     readonly floorMillis: number
     /** The poll's overload signal (`none` when there was no poll). */
     readonly signal: Overload.Signal
+    /** Whether a wake made this poll (ended the sleep before it, or asked for it while the last was in flight). */
+    readonly woken: boolean
   }
   | { readonly _tag: "Stopping" }
   | { readonly _tag: "Stopped"; readonly interruptedUnits: ReadonlyArray<string> }
@@ -147,6 +155,17 @@ export interface PollLoop {
   readonly shutdown: Effect.Effect<void>
   /** Completes when a shutdown has finished. */
   readonly stopped: Effect.Effect<void>
+  /**
+   * A wake: work was committed for this loop's queue (`@resilience/wake`'s `Coalesce` decides). It ends the
+   * sleep at once (`pollNow`), or, while a poll is in flight, asks for one more poll after it (`oneMoreAfter`);
+   * a wake that finds one waiting is `coalesced` into it. A woken poll starts no sooner than
+   * {@link Options.wakeMinIntervalMillis} after the last poll started. A wake is evidence that the database
+   * answered: the schedule goes back to its base before the woken poll; if that poll fails anyway, the schedule
+   * is restored as it was (a wake never shortens the outage schedule) and wakes are `ignored` until a poll
+   * succeeds. It never ends a sleep the overload floor imposes (the poll after it covers the wake), never skips
+   * the checkout gate (the poll is an ordinary one) and claims no more than a poll does. Returns at once.
+   */
+  readonly wake: Effect.Effect<Coalesce.Decision>
   /**
    * Completes, with the cause, when the poller or a worker died of a defect outside a handler (a bug in the
    * loop itself): the loop no longer polls, or a unit is no longer worked. Logged at FATAL and counted in
@@ -217,6 +236,26 @@ export const start = <Claim, R>(
 
     const lag = options.lag ?? Effect.succeed(0)
     const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
+
+    /** The wakes' coalescing state ({@link PollLoop.wake}). */
+    let wakes = Coalesce.initial
+    /** Completed by a `pollNow` wake; a fresh one is made as each poll starts (which covers every wake before). */
+    let wakeSignal = yield* Deferred.make<void>()
+    const wakeMinIntervalMillis = options.wakeMinIntervalMillis ?? 0
+    const wake: Effect.Effect<Coalesce.Decision> = Effect.suspend(() => {
+      const [decision, next] = Coalesce.wake(wakes)
+      wakes = next
+      return Metric.update(DeriverMetrics.wakesReceived, 1).pipe(
+        Effect.andThen(
+          decision === "coalesced" || decision === "ignored"
+            ? Metric.update(Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: decision }), 1)
+            : decision === "pollNow"
+            ? Deferred.succeed(wakeSignal, undefined)
+            : Effect.void
+        ),
+        Effect.as(decision)
+      )
+    })
 
     /**
      * A worker: its unit, then each unit claimed ahead while there is one (no poll in between); then its permit
@@ -320,13 +359,30 @@ export const start = <Claim, R>(
       let state = Scheduling.initialState(settings, options.initialInterval ?? "base")
       let overload = Overload.initial
       let nextCleanupAt = yield* Clock.currentTimeMillis
+      /** Whether the next poll is a woken one, and the schedule as it was before the wake reset it. */
+      let woken: PollBackoff.State | undefined = undefined
       while (true) {
         workerFreed = yield* Deferred.make<void>()
-        const wake = workerFreed
+        const freed = workerFreed
         const now = yield* Clock.currentTimeMillis
         const cleanup = now >= nextCleanupAt
+        wakes = Coalesce.started(wakes, now)
+        wakeSignal = yield* Deferred.make<void>()
+        const awoken = wakeSignal
+        const beforeWake = woken
+        woken = undefined
+        if (beforeWake !== undefined) yield* Metric.update(DeriverMetrics.pollsWoken, 1)
         const polled = yield* pollOnce(cleanup)
         const { claimed, outcome } = polled
+        const finished = Coalesce.finished(
+          wakes,
+          polled.result === undefined
+            ? { succeeded: false, woken: false }
+            : { succeeded: polled.result === "succeeded", woken: beforeWake !== undefined }
+        )
+        wakes = finished.state
+        // a woken poll that failed: the wake was no evidence after all; the outage schedule goes on as it was
+        if (beforeWake !== undefined && outcome === "error") state = beforeWake
         if (cleanup && polled.result === "succeeded") {
           const u = yield* draw(settings.ratio !== 0)
           nextCleanupAt = now + Scheduling.cleanupDelay(options.cleanupIntervalMillis, settings.ratio, u)
@@ -363,16 +419,28 @@ export const start = <Claim, R>(
           sleepMillis: decision.sleepMillis,
           intervalMillis: state.currentMillis,
           floorMillis: decision.floorMillis,
-          signal
+          signal,
+          woken: beforeWake !== undefined
         })
-        if (decision.sleepMillis > 0 && decision.wakeable) {
+        // Wakes end a sleep unless the overload floor imposes it (the poll after the floor covers them).
+        const wakeable = decision.floorMillis === 0
+        if (decision.sleepMillis === 0) {
+          yield* Effect.yieldNow
+          continue
+        }
+        const ended = finished.again && wakeable ? "wake" as const : yield* Effect.raceAll([
+          Effect.as(Effect.sleep(Duration.millis(decision.sleepMillis)), "time" as const),
           // A local event, not time: the worker that frees first ends the sleep (the jittered base stays the
           // upper bound, so a lost wake-up costs no more than before).
-          yield* Effect.raceFirst(Effect.sleep(Duration.millis(decision.sleepMillis)), Deferred.await(wake))
-        } else if (decision.sleepMillis > 0) {
-          yield* Effect.sleep(Duration.millis(decision.sleepMillis))
-        } else {
-          yield* Effect.yieldNow
+          ...(decision.wakeable ? [Effect.as(Deferred.await(freed), "worker" as const)] : []),
+          ...(wakeable ? [Effect.as(Deferred.await(awoken), "wake" as const)] : [])
+        ])
+        if (ended === "wake") {
+          const delayMillis = Coalesce.delayMillis(wakes, wakeMinIntervalMillis, yield* Clock.currentTimeMillis)
+          if (delayMillis > 0) yield* Effect.sleep(Duration.millis(delayMillis))
+          // a wake is evidence that the database answered: the schedule starts again from its base
+          woken = state
+          state = PollBackoff.initial(settings)
         }
       }
     })
@@ -419,6 +487,7 @@ export const start = <Claim, R>(
       held: Effect.sync(() => [...held].map(source.key)),
       shutdown: shutdownProvided,
       stopped: Deferred.await(stopped),
-      died: Deferred.await(died)
+      died: Deferred.await(died),
+      wake
     }
   })

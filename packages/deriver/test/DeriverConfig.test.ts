@@ -34,7 +34,8 @@ describe("DeriverConfig", () => {
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
         overloadEnabled: true,
         historyRetentionMillis: 168 * 3_600_000,
-        claimTimeoutMillis: 10_000
+        claimTimeoutMillis: 10_000,
+        wakeMinIntervalMillis: 50
       })
       const custom = yield* read({
         DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "10",

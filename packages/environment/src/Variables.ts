@@ -9,6 +9,7 @@ import type { Settings as AdmissionSettings } from "@resilience/admission"
 import type { RetryAfter } from "@resilience/api-errors"
 import type { DbConfig } from "@resilience/db-session"
 import type { DeriverConfig } from "@resilience/deriver"
+import type { WakeSender } from "@resilience/wake"
 
 /**
  * The database session's variables (`DbSession.layerConfig`), the reference service's names.
@@ -94,7 +95,8 @@ export const deriver = {
   overloadRecoverySeconds: "DERIVER_OVERLOAD_RECOVERY_SECONDS",
   overloadEnabled: "DERIVER_OVERLOAD_ENABLED",
   historyRetentionHours: "DERIVER_HISTORY_RETENTION_HOURS",
-  claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS"
+  claimTimeoutSeconds: "DERIVER_CLAIM_TIMEOUT_SECONDS",
+  wakeMinIntervalSeconds: "DERIVER_WAKE_MIN_INTERVAL_SECONDS"
 } as const satisfies DeriverConfig.Names
 
 /**
@@ -111,6 +113,17 @@ export const api = {
   idempotencyRetentionSeconds: "API_IDEMPOTENCY_RETENTION_SECONDS",
   logLevel: "API_LOG_LEVEL"
 } as const
+
+/**
+ * The API's wake of its deriver (`WakeSender.config` of `@resilience/wake`): the deriver's `/wake` URL (unset:
+ * off) and the bound on one request.
+ *
+ * @since 0.3.0
+ */
+export const wake = {
+  url: "API_WAKE_URL",
+  timeoutMillis: "API_WAKE_TIMEOUT_MILLIS"
+} as const satisfies WakeSender.Names
 
 /**
  * The deriver app's own settings (`apps/deriver`'s `appConfig`); `npm start` reads the metrics port too.

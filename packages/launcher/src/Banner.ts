@@ -23,13 +23,20 @@ export const render = (options: {
     "ready",
     `  API              ${stack.apiUrl}   (OpenAPI: ${stack.apiUrl}/docs, metrics: ${stack.apiUrl}/metrics)`,
     `  deriver metrics  ${stack.deriverMetricsUrl}`,
+    `  wake             ${
+      stack.wakeUrl === ""
+        ? "off (API_WAKE_URL is empty)"
+        : `${stack.wakeUrl} (the API wakes the deriver after each write)`
+    }`,
     `  database         ${database}`,
     `  admin token      ${options.adminToken}${
       options.adminTokenGenerated ? "   (generated; set API_ADMIN_TOKEN to choose one)" : ""
     }`,
     `  workspace        ${workspace.name}, token ${workspace.token}`,
     "",
-    "Post a message, then read what the deriver made of it (give it a few seconds):",
+    stack.wakeUrl === ""
+      ? "Post a message, then read what the deriver made of it (API_WAKE_URL is off: the next poll, up to 45 s):"
+      : "Post a message, then read what the deriver made of it: the API wakes the deriver, so it is derived within milliseconds:",
     "",
     `  curl -sS -X POST ${messages} \\`,
     `    -H 'authorization: Bearer ${workspace.token}' -H 'content-type: application/json' \\`,

@@ -157,6 +157,13 @@ export const run = (options: {
     }
     const status = yield* awaitDrained(client, workspace)
     yield* say(`   queue: ${JSON.stringify(status)}`)
+    const woken = PrometheusText.sample(
+      yield* PrometheusText.scrape(stack.deriverMetricsUrl),
+      "deriver_polls_woken_total"
+    )
+    yield* say(
+      `   the API woke the deriver after each accepted write (${woken} woken polls): no wait for its backed-off schedule`
+    )
     const derived = yield* Effect.forEach(
       ["alice", "bob"],
       (peer) => Effect.map(representation(client, workspace, peer), (derived) => derived.messageCount)

@@ -32,6 +32,8 @@ export interface Stack {
   readonly embedded: boolean
   readonly apiUrl: string
   readonly deriverMetricsUrl: string
+  /** Where the API wakes the deriver after each write (`API_WAKE_URL`); empty: wakes off. */
+  readonly wakeUrl: string
   readonly api: Child.Child
   readonly deriver: Child.Child
 }
@@ -45,10 +47,18 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     ? options.databaseUrl.value
     : yield* EmbeddedServer.start(options.embedded)
   const common = { ...options.env, [Variables.database.url]: databaseUrl }
+  const deriverUrl = `http://127.0.0.1:${options.deriverMetricsPort}`
+  // the API wakes the deriver after each write that enqueued work (set API_WAKE_URL empty to turn it off)
+  const wakeUrl = options.env[Variables.wake.url] ?? process.env[Variables.wake.url] ?? `${deriverUrl}/wake`
   const api = yield* Child.start({
     name: "api",
     entry: join(repositoryRoot, "apps", "api", "src", "main.ts"),
-    env: { ...common, [Variables.api.port]: String(options.apiPort), [Variables.api.adminToken]: options.adminToken },
+    env: {
+      ...common,
+      [Variables.api.port]: String(options.apiPort),
+      [Variables.api.adminToken]: options.adminToken,
+      [Variables.wake.url]: wakeUrl
+    },
     onLine: options.onLine
   })
   const deriver = yield* Child.start({
@@ -58,7 +68,6 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     onLine: options.onLine
   })
   const apiUrl = `http://127.0.0.1:${options.apiPort}`
-  const deriverUrl = `http://127.0.0.1:${options.deriverMetricsPort}`
   yield* Effect.log(`api pid ${api.process.pid}, deriver pid ${deriver.process.pid}`)
   yield* AwaitReady.wait({ child: api, check: yield* AwaitReady.api(apiUrl) })
   yield* AwaitReady.wait({ child: deriver, check: yield* AwaitReady.deriver(deriverUrl) })
@@ -67,6 +76,7 @@ export const start = Effect.fnUntraced(function*(options: Options) {
     embedded: Option.isNone(options.databaseUrl),
     apiUrl,
     deriverMetricsUrl: `${deriverUrl}/metrics`,
+    wakeUrl,
     api,
     deriver
   } satisfies Stack

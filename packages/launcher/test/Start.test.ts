@@ -100,9 +100,8 @@ const launched = Effect.gen(function*() {
     DERIVER_METRICS_PORT: String(metricsPort),
     DERIVER_MIGRATE: "true",
     DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0",
-    // polls stay at the 1 s base while the queue is empty: the round trip's message waits one poll, not the
-    // 2, 4, 8 s of a backoff that grew while nothing was queued
-    DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "1"
+    // the production schedule (cap 30 s): the round trip's message is picked up by the API's wake, not a poll
+    DERIVER_POLLING_INITIAL_INTERVAL: "max"
   }, /api pid \d+/)
   return {
     launcher,
@@ -185,6 +184,9 @@ describe("the production entry points", () => {
         assert.deepInclude(representation, { peer: "alice", messageCount: 2 })
         const metrics = yield* Effect.promise(() => fetch(stack.deriverMetricsUrl).then((r) => r.text()))
         assert.match(metrics, /deriver_polls_total/)
+        // npm start wires the API's wake to the deriver: the write woke it (a poll of its own, not the schedule)
+        assert.match(metrics, /deriver_wakes_received_total\S* [1-9]/)
+        assert.match(metrics, /deriver_polls_woken_total\S* [1-9]/)
       }).pipe(Effect.scoped, Effect.provide(FetchHttpClient.layer)))
 
     it.effect("npm start's launcher stops the deriver, the API and itself on SIGTERM, exit code 0, no orphans", () =>
