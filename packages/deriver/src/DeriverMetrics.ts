@@ -142,3 +142,33 @@ export const historyPruned = counter(
   "deriver_history_pruned_total",
   "Processed items deleted because they were older than DERIVER_HISTORY_RETENTION_HOURS"
 )
+
+/**
+ * Retries scheduled after a handler's transient failure: `deriver_retries_scheduled_total`.
+ *
+ * @since 0.3.0
+ */
+export const retriesScheduled = counter(
+  "deriver_retries_scheduled_total",
+  "Queue items whose handler failed transiently; left unprocessed until the backoff's time"
+)
+
+/**
+ * Items that failed their last attempt: `deriver_dead_letters_total`.
+ *
+ * @since 0.3.0
+ */
+export const deadLetters = counter(
+  "deriver_dead_letters_total",
+  "Queue items whose handler failed its last attempt (dead letters, kept for replay)"
+)
+
+/**
+ * The attempt at which an item's handling ended (processed, failed or dead): `deriver_item_attempts`.
+ *
+ * @since 0.3.0
+ */
+export const itemAttempts = Metric.histogram("deriver_item_attempts", {
+  description: "Handler runs an item took, the last included, when it ended processed, failed or dead",
+  boundaries: [1, 2, 3, 5, 8, 13, 20, 30]
+})

@@ -190,10 +190,11 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       yield* db.query(`ANALYZE ${queue}`)
       const plan = yield* db.query<{ "QUERY PLAN": string }>(
         `EXPLAIN (COSTS OFF) ${Queue.claimSql(schema)}`,
-        [4, "explain"]
+        [4, "explain", Date.now()]
       )
       const text = plan.map((row) => row["QUERY PLAN"]).join("\n")
-      assert.include(text, "queue_pending_id_idx", text)
+      assert.include(text, "queue_ready_id_idx", text)
+      assert.include(text, "queue_run_at_idx", text)
       assert.notInclude(text, `Seq Scan on queue`, text)
     }))
 
@@ -213,7 +214,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
             yield* connection.query("BEGIN")
             const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
               `EXPLAIN (ANALYZE, FORMAT JSON) ${Queue.claimSql(schema)}`,
-              [limit, "me"]
+              [limit, "me", Date.now()]
             )
             yield* connection.query("ROLLBACK")
             return rows[0]!["QUERY PLAN"][0]!.Plan
@@ -227,10 +228,10 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
             yield* connection.query("BEGIN")
             yield* connection.query("SET LOCAL plan_cache_mode = force_generic_plan")
             yield* connection.query(
-              `PREPARE generic_claim (integer, text, integer) AS ${Queue.claimWithItemsSql(schema)}`
+              `PREPARE generic_claim (integer, text, integer, float8) AS ${Queue.claimWithItemsSql(schema)}`
             )
             const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
-              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20)`
+              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20, ${Date.now()})`
             )
             yield* connection.query("ROLLBACK")
             yield* connection.query("DEALLOCATE generic_claim")
@@ -239,12 +240,12 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         )
       // The walk in id order reads the 100 items of the owned units, then x's 3, y's first (x and y are
       // taken; y's later items are never reached): 104 rows, whatever the backlog behind them.
-      const walked = (plan: PlanNode) => rowsOf(plan, "queue_pending_id_idx")
+      const walked = (plan: PlanNode) => rowsOf(plan, "queue_ready_id_idx")
       assert.strictEqual(walked(yield* explain(2)), 104)
       assert.strictEqual(walked(yield* explainGeneric(2)), 104)
       const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
-        `SELECT proconfig FROM pg_proc WHERE oid = $1::regproc`,
-        [Queue.functions(schema).claim]
+        `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
+        [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
       )
       assert.deepStrictEqual(config[0]?.proconfig, ["plan_cache_mode=force_generic_plan"])
       // Two more units: y's 2 later items are skipped, then 2 backlog units.
@@ -342,17 +343,26 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
     }))
 })
 
-describe("queue migration 7", () => {
-  // The functions `queue_claim` and `queue_record` hold the statements as they were when migration 7 ran: a
+describe("queue migrations 7 and 8", () => {
+  // The functions `queue_claim` and `queue_record` hold the statements as they were when migration 8 ran: a
   // database migrated earlier keeps running those. So a change to either statement must come with a migration
   // that replaces its function; then update the fingerprint here. (A fresh database would hide the drift.)
+  const fingerprint = (sql: string) => createHash("sha256").update(sql).digest("hex").slice(0, 16)
+  const schema = SchemaName.makeUnsafe("tenant")
   it("installed the statements Queue documents; a change to them needs a migration that replaces the functions", () => {
-    const fingerprint = (sql: string) => createHash("sha256").update(sql).digest("hex").slice(0, 16)
-    const schema = SchemaName.makeUnsafe("tenant")
     assert.deepStrictEqual(
       { claim: fingerprint(Queue.claimWithItemsSql(schema)), record: fingerprint(Queue.recordSql(schema)) },
-      { claim: "d23efd89ec004088", record: "61fdcd069daec1b4" }
+      { claim: "f4d2cd8cd826cb53", record: "41b832dbd0b1e2e0" }
     )
+  })
+  // A released migration never changes: migration 7 still creates the functions of release 0.2.0 (their
+  // statements' fingerprints were d23efd89ec004088 and 61fdcd069daec1b4), whatever Queue says now.
+  it("migration 7 installs what it installed when it was released", () => {
+    const [claim, record] = QueueSchema.migrations.find((m) => m.version === 7)!.up(schema)
+    assert.deepStrictEqual({ claim: fingerprint(claim!), record: fingerprint(record!) }, {
+      claim: "73ab00f30979228c",
+      record: "b5d2919ade42db3c"
+    })
   })
 })
 
