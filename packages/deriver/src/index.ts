@@ -89,3 +89,10 @@ export * as Scheduling from "./Scheduling.ts"
  * @since 0.3.0
  */
 export * as Retries from "./Retries.ts"
+
+/**
+ * Dead letters: list, count, replay, and the operator's command line.
+ *
+ * @since 0.3.0
+ */
+export * as DeadLetters from "./DeadLetters.ts"
