@@ -98,9 +98,23 @@ describe("apps/api over real HTTP, healthy database", () => {
           assert.strictEqual(stored.status, 201)
           assert.deepStrictEqual(stored.json, { stored: 1, enqueued: 1 })
           const queue = yield* request(api, "GET", "/v1/workspaces/mine/queue", { token: mine })
-          assert.deepStrictEqual(queue.json, { pending: 1, inProgress: 0, processed: 0, errored: 0 })
+          assert.deepStrictEqual(queue.json, {
+            pending: 1,
+            inProgress: 0,
+            waiting: 0,
+            dead: 0,
+            processed: 0,
+            errored: 0
+          })
           const theirQueue = yield* request(api, "GET", "/v1/workspaces/theirs/queue", { token: theirs })
-          assert.deepStrictEqual(theirQueue.json, { pending: 0, inProgress: 0, processed: 0, errored: 0 })
+          assert.deepStrictEqual(theirQueue.json, {
+            pending: 0,
+            inProgress: 0,
+            waiting: 0,
+            dead: 0,
+            processed: 0,
+            errored: 0
+          })
           const none = yield* request(api, "GET", "/v1/workspaces/mine/peers/alice/representation", { token: mine })
           assert.strictEqual(none.status, 404)
         }),
@@ -297,7 +311,14 @@ describe("apps/api over real HTTP, healthy database", () => {
             ),
             Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo({ duration: "20 seconds" })))
           )
-          assert.deepStrictEqual(queue.json, { pending: 0, inProgress: 0, processed: 2, errored: 0 })
+          assert.deepStrictEqual(queue.json, {
+            pending: 0,
+            inProgress: 0,
+            waiting: 0,
+            dead: 0,
+            processed: 2,
+            errored: 0
+          })
         }),
       { timeout: 90_000 }
     )

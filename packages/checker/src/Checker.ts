@@ -412,8 +412,9 @@ export const check = (
   )
 
 /**
- * Waits (at most `timeout`, default 60 s) until no queue item of the history's workspaces is pending or in
- * progress, polling about every 50 ms (jittered); returns the backlog left (0: settled). Run it before
+ * Waits (at most `timeout`, default 60 s) until no queue item of the history's workspaces is pending, in
+ * progress or waiting for its time (a retry; dead letters do not count), polling about every 50 ms (jittered);
+ * returns the backlog left (0: settled). Run it before
  * {@link reconcile} while a deriver is still running; whatever it leaves shows as `unprocessed`.
  *
  * @since 0.1.0
@@ -426,7 +427,7 @@ export const settle = (
   const workspaces = [...new Set(history.operations.map((o) => o.workspace))]
   const backlog = Effect.map(
     Effect.forEach(workspaces, (workspace) => QueueStatus.forWorkspace(schema, workspace)),
-    (statuses) => statuses.reduce((sum, s) => sum + s.pending + s.inProgress, 0)
+    (statuses) => statuses.reduce((sum, s) => sum + s.pending + s.inProgress + (s.waiting ?? 0), 0)
   )
   const waited = Effect.repeat(backlog, {
     schedule: Schedule.spaced("50 millis").pipe(Schedule.jittered, Schedule.upTo({ duration: timeout })),

@@ -14,7 +14,8 @@
  * BENCH_ROWS overrides the number of processed rows (default 1,000,000), BENCH_ITEMS the items per throughput
  * run (default 1,000), BENCH_RUN_SECONDS the time bound of one run (default 15; a run that does not finish
  * reports the items recorded in that time), BENCH_LATENCY_ROUNDS the busy-latency rounds (default 10).
- * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements only when named), BENCH_LABELS (defaults, tuned),
+ * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements and retries (after claim)
+ * only when named; BENCH_WAITING the items waiting for a retry, default 100,000), BENCH_LABELS (defaults, tuned),
  * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (0: units claimed
  * ahead of a free worker; other values are labelled in the table).
  */
@@ -52,19 +53,23 @@ const session = (url: string, poolClass: "null" | "queue") =>
   DbSession.layer({ url, connectTimeout: "5 seconds", poolClass, poolSize: 10, driver: "pg", applicationName: "bench" })
 
 /** EXPLAIN ANALYZE of the claim, in a transaction that rolls back (the claim inserts ownership rows). */
-const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean) =>
+const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean | "timed") =>
   Effect.gen(function*() {
     const db = yield* DbSession
     return yield* db.withConnection((c) =>
       Effect.gen(function*() {
         yield* c.query("BEGIN")
-        if (dropIndex) {
-          yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_unprocessed_idx")}`)
-          yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_pending_id_idx")}`)
-        }
+        // "timed": only the indexes of queue migration 8 (the claim then walks queue_pending_id_idx, filtering
+        // on run_at: what it would cost without them)
+        const dropped = dropIndex === "timed"
+          ? ["queue_ready_id_idx", "queue_run_at_idx"]
+          : dropIndex
+          ? ["queue_unprocessed_idx", "queue_pending_id_idx", "queue_ready_id_idx", "queue_run_at_idx"]
+          : []
+        for (const index of dropped) yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, index)}`)
         const rows = yield* c.query<{ "QUERY PLAN": string }>(
           `EXPLAIN (ANALYZE, BUFFERS) ${Queue.claimSql(schema)}`,
-          [8, "bench"]
+          [8, "bench", Date.now()]
         )
         yield* c.query("ROLLBACK")
         const plan = rows.map((r) => r["QUERY PLAN"]).join("\n")
@@ -130,9 +135,69 @@ const claimBenchmark = (url: string) =>
       seqPlan,
       withIndex,
       withoutIndex,
-      usesIndex: plan.includes("queue_pending_id_idx") && !plan.includes("Seq Scan on queue")
+      usesIndex: plan.includes("queue_ready_id_idx") && !plan.includes("Seq Scan on queue")
     }
   })
+
+const waitingRows = Number(process.env.BENCH_WAITING ?? 100_000)
+
+/**
+ * Part `retries` (after `claim`, in its schema): `waitingRows` items waiting for a retry (due in an hour, one
+ * attempt made, each the head of its own unit, older than the pending ones: the walk in id order meets them
+ * first), then 100 new pending units; the claim's plan and time, with the indexes of queue migration 8 and
+ * without them; then the same with one later item behind each waiting item (what the claim still walks).
+ */
+const waitingBenchmark = Effect.gen(function*() {
+  const schema = SchemaName.makeUnsafe("bench_claim")
+  const db = yield* DbSession
+  const queue = SchemaName.qualify(schema, "queue")
+  const times = (mode: boolean | "timed", n: number) =>
+    Effect.gen(function*() {
+      const out: Array<number> = []
+      let plan = ""
+      for (let i = 0; i < n + 1; i++) {
+        const result = yield* explainClaim(schema, mode)
+        if (i === 0) plan = result.plan
+        else out.push(result.time)
+      }
+      return { plan, times: out }
+    })
+  yield* db.query(`UPDATE ${queue} SET processed = true WHERE NOT processed`)
+  yield* db.query(
+    `INSERT INTO ${queue} (work_unit_key, task_type, payload, attempts, last_error, run_at)
+     SELECT 'representation:acme:wait' || g || ':peer', 'representation', '{"workspace":"acme"}'::jsonb, 1,
+            'provider answered 503', now() + interval '1 hour' + g * interval '1 millisecond'
+     FROM generate_series(1, $1::int) g`,
+    [waitingRows]
+  )
+  const pending = () =>
+    db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: pendingRows }, (_, i) => ({
+          workUnitKey: `representation:acme:fresh${i}:peer`,
+          taskType: "representation",
+          payload: { workspace: "acme" }
+        }))
+      )
+    )
+  yield* pending()
+  yield* db.query(`VACUUM ANALYZE ${queue}`)
+  const waiting = yield* times(false, 20)
+  const unindexed = yield* times("timed", 5)
+  yield* db.query(`UPDATE ${queue} SET processed = true WHERE NOT processed AND run_at IS NULL`)
+  yield* db.query(
+    `INSERT INTO ${queue} (work_unit_key, task_type, payload)
+     SELECT 'representation:acme:wait' || g || ':peer', 'representation', '{"workspace":"acme"}'::jsonb
+     FROM generate_series(1, $1::int) g`,
+    [waitingRows]
+  )
+  yield* pending()
+  yield* db.query(`VACUUM ANALYZE ${queue}`)
+  const behind = yield* times(false, 20)
+  return { waiting, unindexed, behind }
+})
 
 const statementModes = {
   along: "queue_record then queue_claim in one statement (as the deriver's workers, after the first claim)",
@@ -176,7 +241,7 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
       const started = now()
       if (mode === "along") {
         type Row = { work_unit_key: string | null; id: string | null; items: string | null }
-        let row: Row | undefined = (await client.query<Row>(claimText, [1, "bench", 20])).rows[0]
+        let row: Row | undefined = (await client.query<Row>(claimText, [1, "bench", 20, Date.now()])).rows[0]
         for (let i = 0; i < units && row !== undefined && row.work_unit_key !== null; i++) {
           const items = JSON.parse(row.items!) as ReadonlyArray<{ id: string }>
           const before = now()
@@ -187,14 +252,15 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
             true,
             row.id,
             1,
-            20
+            20,
+            Date.now()
           ])
           recordMillis += now() - before
           row = rows[0]
         }
       }
       for (let i = 0; i < (mode === "along" ? 0 : units); i++) {
-        const claimValues = [1, "bench", 20]
+        const claimValues = [1, "bench", 20, Date.now()]
         const before = now()
         const { rows } = await client.query<{ work_unit_key: string; id: string; items: string }>(
           named ? { name: "claim", text: claimText, values: claimValues } : { text: claimText, values: claimValues }
@@ -396,6 +462,26 @@ const program = Effect.gen(function*() {
     yield* log(
       "\nclaim plan without the partial index (dropped in a rolled-back transaction):\n" +
         claim.seqPlan.split("\n").slice(0, 12).map((l) => "  " + l).join("\n")
+    )
+  }
+
+  if (parts.has("retries")) {
+    const waiting = yield* waitingBenchmark.pipe(Effect.provide(session(dbUrl, "queue")))
+    const show = (title: string, run: { plan: string; times: ReadonlyArray<number> }) =>
+      log(
+        `\n${title}: median ${median(run.times).toFixed(3)} ms, p95 ${
+          percentile(run.times, 0.95).toFixed(3)
+        } ms over ${run.times.length}\n` +
+          run.plan.split("\n").map((l) => "  " + l).join("\n")
+      )
+    yield* show(
+      `claim with ${waitingRows.toLocaleString("en")} items waiting for a retry (older ids) + ${pendingRows} pending`,
+      waiting.waiting
+    )
+    yield* show("the same without queue migration 8's indexes (rolled back)", waiting.unindexed)
+    yield* show(
+      `the same with one later item behind each waiting item (${waitingRows.toLocaleString("en")} more rows walked)`,
+      waiting.behind
     )
   }
 

@@ -71,7 +71,8 @@ export class InvalidCommand extends Data.TaggedError("InvalidCommand")<{ readonl
  *
  * @since 0.3.0
  */
-export const usage = `usage: deriver-dead-letters list [--id ID | --unit KEY | --task-type TYPE] [--limit N (default 100)]
+export const usage =
+  `usage: deriver-dead-letters list [--id ID | --unit KEY | --task-type TYPE] [--limit N (default 100)]
        deriver-dead-letters replay (--id ID | --unit KEY | --task-type TYPE | --all)`
 
 /**
@@ -122,7 +123,9 @@ export const parse = (argv: ReadonlyArray<string>): Effect.Effect<Command, Inval
           return yield* new InvalidCommand({ reason: `unknown option ${flag}` })
       }
     }
-    if (selectors.length > 1) return yield* new InvalidCommand({ reason: "name one of --id, --unit, --task-type, --all" })
+    if (selectors.length > 1) {
+      return yield* new InvalidCommand({ reason: "name one of --id, --unit, --task-type, --all" })
+    }
     const selector = selectors[0]
     if (verb === "replay") {
       if (selector === undefined) {

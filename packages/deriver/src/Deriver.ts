@@ -299,7 +299,7 @@ const transientOutcome = <R>(ctx: Shared<R>, item: Queue.Item, error: string, at
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const u = yield* Random.next
-    const decision = Retries.decide(Handlers.retriesOf(ctx.handlers, item.taskType), item.attempts, now, at, u)
+    const decision = Retries.decide(Handlers.retriesOf(ctx.handlers, item.taskType), item.attempts ?? 0, now, at, u)
     return decision._tag === "Dead"
       ? { item, error, dead: true } satisfies Queue.Outcome
       : { item, error, retryAt: decision.atMillis } satisfies Queue.Outcome
@@ -405,7 +405,7 @@ const recordedMetrics = <R>(ctx: Shared<R>, unit: string, outcomes: ReadonlyArra
     let retries = 0
     let dead = 0
     for (const { dead: isDead, error, item, retryAt } of outcomes) {
-      const attempt = item.attempts + 1
+      const attempt = (item.attempts ?? 0) + 1
       if (retryAt !== undefined) {
         retries++
         yield* Effect.logInfo("handler failed transiently; item scheduled for a retry").pipe(

@@ -43,10 +43,11 @@ export interface Item {
   readonly payload: unknown
   /**
    * How many times a handler ran on this item with its outcome recorded (0 on the first run; retries count up).
+   * Always set on items the queue returns; optional so that items built by hand (tests) need not name it.
    *
    * @since 0.3.0
    */
-  readonly attempts: number
+  readonly attempts?: number | undefined
 }
 
 /**
@@ -525,27 +526,27 @@ export const recordAndClaim = (
 > =>
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
     Effect.map(
-    connection.query<
-      { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
-    >(recordAndClaimSql(schema), [
-      outcomesJson(outcomes),
-      claim.workUnitKey,
-      claim.owner,
-      release,
-      claim.id,
-      limit,
-      batchSize,
-      now
-    ]),
-    (rows) => ({
-      recorded: { owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 },
-      claimed: rows.flatMap(({ id, items, work_unit_key }) =>
-        work_unit_key === null || id === null || items === null
-          ? []
-          : [claimedOf({ work_unit_key, id, items }, claim.owner)]
-      )
-    })
-  ))
+      connection.query<
+        { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
+      >(recordAndClaimSql(schema), [
+        outcomesJson(outcomes),
+        claim.workUnitKey,
+        claim.owner,
+        release,
+        claim.id,
+        limit,
+        batchSize,
+        now
+      ]),
+      (rows) => ({
+        recorded: { owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 },
+        claimed: rows.flatMap(({ id, items, work_unit_key }) =>
+          work_unit_key === null || id === null || items === null
+            ? []
+            : [claimedOf({ work_unit_key, id, items }, claim.owner)]
+        )
+      })
+    ))
 
 /**
  * Marks one item processed (with `error` when its handler failed) and bumps the unit's heartbeat: a

@@ -41,7 +41,7 @@ const advanceFor = (millis: number, stepMillis: number) =>
     }
   })
 
-const started = (schema: SchemaName.SchemaName, handlers: Handlers.Handlers, scope: Scope.Scope) =>
+const started = <R>(schema: SchemaName.SchemaName, handlers: Handlers.Handlers<R>, scope: Scope.Scope) =>
   Effect.gen(function*() {
     const config = yield* testConfig({ workers: 2 })
     return yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
@@ -75,132 +75,158 @@ const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Queue.NewIt
 const lateBound = 200 + 50
 
 layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
-  it.effect("a transient failure three times, then success: processed once after three retries spaced by the backoff, its unit's later items after it", () =>
-    Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const policy = { maxAttempts: 5, base: 1000, cap: 8000 }
-      const runs: Array<{ readonly kind: string; readonly at: number; readonly runAt: number | null }> = []
-      const base = Handlers.make({
-        work: (item) =>
-          Effect.gen(function*() {
-            const kind = (item.payload as { kind: string }).kind
-            const [row] = yield* DbSession.use((db) =>
-              db.query<{ run_at: number | null }>(
-                `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at
-                 FROM ${SchemaName.qualify(schema, "queue")} WHERE id = $1`,
-                [item.id]
-              )
-            ).pipe(Effect.orDie)
-            runs.push({ kind, at: yield* Clock.currentTimeMillis, runAt: row?.run_at ?? null })
-            if (kind === "flaky" && item.attempts < 3) {
-              return yield* new Handlers.Retry({ reason: `provider answered 503 (attempt ${item.attempts + 1})` })
-            }
-          })
-      })
-      const handlers = yield* Handlers.withRetries(base, "work", policy)
-      yield* enqueue(schema, ["flaky", "after-1", "after-2"].map((kind) => ({ workUnitKey: "u", taskType: "work", payload: { kind } })))
-      const scope = yield* Scope.make()
-      yield* started(schema, handlers, scope)
-      yield* advanceUntil(allProcessed(schema), 10, 60_000)
-      yield* Scope.close(scope, Exit.void)
-
-      assert.deepStrictEqual(runs.map((r) => r.kind), ["flaky", "flaky", "flaky", "flaky", "after-1", "after-2"])
-      const settings = yield* Retries.settings(policy)
-      for (let retry = 0; retry < 3; retry++) {
-        const failedAt = runs[retry]!.at
-        const next = runs[retry + 1]!
-        // The time the failure set: within the retry's envelope after the failure (full jitter) …
-        const delay = next.runAt! - failedAt
-        assert.isAtLeast(delay, 0)
-        assert.isBelow(delay, RetryJitter.envelope(retry, settings.backoff) + 50, `retry ${retry}: ${delay} ms`)
-        // … and the run no earlier than that time, and within a poll interval after it.
-        assert.isAtLeast(next.at, next.runAt!)
-        assert.isAtMost(next.at, next.runAt! + lateBound)
-      }
-      const [flaky, ...rest] = yield* rowsOf(schema)
-      assert.deepStrictEqual(
-        { processed: flaky!.processed, attempts: flaky!.attempts, dead: flaky!.dead },
-        { processed: true, attempts: 4, dead: false }
-      )
-      assert.include(flaky!.last_error!, "attempt 3")
-      assert.deepStrictEqual(rest.map((r) => [r.processed, r.attempts]), [[true, 1], [true, 1]])
-    }), 120_000)
-
-  it.effect("a poison item is a dead letter after its last attempt, its unit goes on; a replay by the command processes it once", () =>
-    Effect.gen(function*() {
-      const schema = yield* freshSchema
-      let fixed = false
-      const runs: Array<string> = []
-      const handlers = yield* Handlers.withRetries(
-        Handlers.make({
+  it.effect(
+    "a transient failure three times, then success: processed once after three retries spaced by the backoff, its unit's later items after it",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* freshSchema
+        const policy = { maxAttempts: 5, base: 1000, cap: 8000 }
+        const runs: Array<{ readonly kind: string; readonly at: number; readonly runAt: number | null }> = []
+        const base = Handlers.make({
           work: (item) =>
             Effect.gen(function*() {
               const kind = (item.payload as { kind: string }).kind
-              runs.push(kind)
-              // an error the handler did not state: the policy says such errors are transient
-              if (kind === "poison" && !fixed) return yield* Effect.fail(new Error("downstream rejected it"))
+              const [row] = yield* DbSession.use((db) =>
+                db.query<{ run_at: number | null }>(
+                  `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at
+                 FROM ${SchemaName.qualify(schema, "queue")} WHERE id = $1`,
+                  [item.id]
+                )
+              ).pipe(Effect.orDie)
+              runs.push({ kind, at: yield* Clock.currentTimeMillis, runAt: row?.run_at ?? null })
+              if (kind === "flaky" && (item.attempts ?? 0) < 3) {
+                return yield* new Handlers.Retry({
+                  reason: `provider answered 503 (attempt ${(item.attempts ?? 0) + 1})`
+                })
+              }
             })
-        }),
-        "work",
-        { maxAttempts: 3, base: 500, cap: 2000, unknownErrors: "retry" }
-      )
-      yield* enqueue(schema, ["poison", "next-1", "next-2"].map((kind) => ({ workUnitKey: "p", taskType: "work", payload: { kind } })))
-      const scope = yield* Scope.make()
-      yield* started(schema, handlers, scope)
-      const settled = Effect.map(rowsOf(schema), ([poison, ...rest]) => poison!.dead && rest.every((r) => r.processed))
-      yield* advanceUntil(settled, 10, 60_000)
-      assert.deepStrictEqual(runs, ["poison", "poison", "poison", "next-1", "next-2"])
-      const [poison] = yield* rowsOf(schema)
-      assert.deepStrictEqual({ processed: poison!.processed, attempts: poison!.attempts }, { processed: false, attempts: 3 })
-      assert.include(poison!.last_error!, "downstream rejected it")
-      const listed = yield* DeadLetters.run(schema, yield* DeadLetters.parse(["list", "--unit", "p"]))
-      assert.strictEqual(listed.length, 1)
-      assert.strictEqual((JSON.parse(listed[0]!) as Queue.DeadLetter).id, poison!.id)
+        })
+        const handlers = yield* Handlers.withRetries(base, "work", policy)
+        yield* enqueue(
+          schema,
+          ["flaky", "after-1", "after-2"].map((kind) => ({ workUnitKey: "u", taskType: "work", payload: { kind } }))
+        )
+        const scope = yield* Scope.make()
+        yield* started(schema, handlers, scope)
+        yield* advanceUntil(allProcessed(schema), 10, 60_000)
+        yield* Scope.close(scope, Exit.void)
 
-      // Fixed downstream; the operator replays the unit's dead letters.
-      fixed = true
-      assert.deepStrictEqual(yield* DeadLetters.run(schema, yield* DeadLetters.parse(["replay", "--unit", "p"])), [
-        "replayed 1 dead letter"
-      ])
-      yield* advanceUntil(allProcessed(schema), 10, 10_000)
-      // more polls after it: nothing runs twice
-      yield* advanceFor(1_000, 10)
-      yield* Scope.close(scope, Exit.void)
-      assert.deepStrictEqual(runs, ["poison", "poison", "poison", "next-1", "next-2", "poison"])
-      const [replayed] = yield* rowsOf(schema)
-      assert.deepStrictEqual(
-        { processed: replayed!.processed, attempts: replayed!.attempts, dead: replayed!.dead },
-        { processed: true, attempts: 1, dead: false }
-      )
-      assert.deepStrictEqual(yield* DeadLetters.list(schema, { _tag: "All" }, 10), [])
-    }), 120_000)
+        assert.deepStrictEqual(runs.map((r) => r.kind), ["flaky", "flaky", "flaky", "flaky", "after-1", "after-2"])
+        const settings = yield* Retries.settings(policy)
+        for (let retry = 0; retry < 3; retry++) {
+          const failedAt = runs[retry]!.at
+          const next = runs[retry + 1]!
+          // The time the failure set: within the retry's envelope after the failure (full jitter) …
+          const delay = next.runAt! - failedAt
+          assert.isAtLeast(delay, 0)
+          assert.isBelow(delay, RetryJitter.envelope(retry, settings.backoff) + 50, `retry ${retry}: ${delay} ms`)
+          // … and the run no earlier than that time, and within a poll interval after it.
+          assert.isAtLeast(next.at, next.runAt!)
+          assert.isAtMost(next.at, next.runAt! + lateBound)
+        }
+        const [flaky, ...rest] = yield* rowsOf(schema)
+        assert.deepStrictEqual(
+          { processed: flaky!.processed, attempts: flaky!.attempts, dead: flaky!.dead },
+          { processed: true, attempts: 4, dead: false }
+        )
+        assert.include(flaky!.last_error!, "attempt 3")
+        assert.deepStrictEqual(rest.map((r) => [r.processed, r.attempts]), [[true, 1], [true, 1]])
+      }),
+    120_000
+  )
 
-  it.effect("an item enqueued to run later runs no earlier than its time and within a poll interval after it, its unit's later items after it", () =>
-    Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const runs: Array<{ readonly kind: string; readonly at: number }> = []
-      const handlers = Handlers.make({
-        work: (item) =>
-          Effect.map(Clock.currentTimeMillis, (at) => {
-            runs.push({ kind: (item.payload as { kind: string }).kind, at })
-          })
-      })
-      const now = yield* Clock.currentTimeMillis
-      const runAt = now + 5_000
-      yield* enqueue(schema, [
-        { workUnitKey: "later", taskType: "work", payload: { kind: "reminder" }, runAt },
-        { workUnitKey: "later", taskType: "work", payload: { kind: "after" } },
-        { workUnitKey: "other", taskType: "work", payload: { kind: "now" } }
-      ])
-      const scope = yield* Scope.make()
-      yield* started(schema, handlers, scope)
-      yield* advanceUntil(allProcessed(schema), 10, 60_000)
-      yield* Scope.close(scope, Exit.void)
-      assert.deepStrictEqual(runs.map((r) => r.kind), ["now", "reminder", "after"])
-      assert.isBelow(runs[0]!.at, runAt)
-      assert.isAtLeast(runs[1]!.at, runAt)
-      assert.isAtMost(runs[1]!.at, runAt + lateBound)
-    }), 120_000)
+  it.effect(
+    "a poison item is a dead letter after its last attempt, its unit goes on; a replay by the command processes it once",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* freshSchema
+        let fixed = false
+        const runs: Array<string> = []
+        const handlers = yield* Handlers.withRetries(
+          Handlers.make({
+            work: (item) =>
+              Effect.gen(function*() {
+                const kind = (item.payload as { kind: string }).kind
+                runs.push(kind)
+                // an error the handler did not state: the policy says such errors are transient
+                if (kind === "poison" && !fixed) return yield* Effect.fail(new Error("downstream rejected it"))
+              })
+          }),
+          "work",
+          { maxAttempts: 3, base: 500, cap: 2000, unknownErrors: "retry" }
+        )
+        yield* enqueue(
+          schema,
+          ["poison", "next-1", "next-2"].map((kind) => ({ workUnitKey: "p", taskType: "work", payload: { kind } }))
+        )
+        const scope = yield* Scope.make()
+        yield* started(schema, handlers, scope)
+        const settled = Effect.map(
+          rowsOf(schema),
+          ([poison, ...rest]) => poison!.dead && rest.every((r) => r.processed)
+        )
+        yield* advanceUntil(settled, 10, 60_000)
+        assert.deepStrictEqual(runs, ["poison", "poison", "poison", "next-1", "next-2"])
+        const [poison] = yield* rowsOf(schema)
+        assert.deepStrictEqual({ processed: poison!.processed, attempts: poison!.attempts }, {
+          processed: false,
+          attempts: 3
+        })
+        assert.include(poison!.last_error!, "downstream rejected it")
+        const listed = yield* DeadLetters.run(schema, yield* DeadLetters.parse(["list", "--unit", "p"]))
+        assert.strictEqual(listed.length, 1)
+        assert.strictEqual((JSON.parse(listed[0]!) as Queue.DeadLetter).id, poison!.id)
+
+        // Fixed downstream; the operator replays the unit's dead letters.
+        fixed = true
+        assert.deepStrictEqual(yield* DeadLetters.run(schema, yield* DeadLetters.parse(["replay", "--unit", "p"])), [
+          "replayed 1 dead letter"
+        ])
+        yield* advanceUntil(allProcessed(schema), 10, 10_000)
+        // more polls after it: nothing runs twice
+        yield* advanceFor(1_000, 10)
+        yield* Scope.close(scope, Exit.void)
+        assert.deepStrictEqual(runs, ["poison", "poison", "poison", "next-1", "next-2", "poison"])
+        const [replayed] = yield* rowsOf(schema)
+        assert.deepStrictEqual(
+          { processed: replayed!.processed, attempts: replayed!.attempts, dead: replayed!.dead },
+          { processed: true, attempts: 1, dead: false }
+        )
+        assert.deepStrictEqual(yield* DeadLetters.list(schema, { _tag: "All" }, 10), [])
+      }),
+    120_000
+  )
+
+  it.effect(
+    "an item enqueued to run later runs no earlier than its time and within a poll interval after it, its unit's later items after it",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* freshSchema
+        const runs: Array<{ readonly kind: string; readonly at: number }> = []
+        const handlers = Handlers.make({
+          work: (item) =>
+            Effect.map(Clock.currentTimeMillis, (at) => {
+              runs.push({ kind: (item.payload as { kind: string }).kind, at })
+            })
+        })
+        const now = yield* Clock.currentTimeMillis
+        const runAt = now + 5_000
+        yield* enqueue(schema, [
+          { workUnitKey: "later", taskType: "work", payload: { kind: "reminder" }, runAt },
+          { workUnitKey: "later", taskType: "work", payload: { kind: "after" } },
+          { workUnitKey: "other", taskType: "work", payload: { kind: "now" } }
+        ])
+        const scope = yield* Scope.make()
+        yield* started(schema, handlers, scope)
+        yield* advanceUntil(allProcessed(schema), 10, 60_000)
+        yield* Scope.close(scope, Exit.void)
+        assert.deepStrictEqual(runs.map((r) => r.kind), ["now", "reminder", "after"])
+        assert.isBelow(runs[0]!.at, runAt)
+        assert.isAtLeast(runs[1]!.at, runAt)
+        assert.isAtMost(runs[1]!.at, runAt + lateBound)
+      }),
+    120_000
+  )
 })
 
 describe("Retries.decide", () => {
