@@ -124,7 +124,9 @@ const forRows = <A, Row = Record<string, unknown>>(
 
 /**
  * Enqueues items in one statement on the given connection (use a transaction to enqueue atomically with
- * other writes). Returns the number of rows inserted.
+ * other writes). Returns the number of rows inserted. An item without a time of its own, enqueued into a unit
+ * whose first live item has one (a retry, a later time), takes that time: it could not run before anyway (one
+ * probe of the unit's first item, see {@link recordSql}).
  *
  * @since 0.1.0
  */
@@ -145,7 +147,12 @@ export const enqueue = (
     `WITH inserted AS (
       INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload, run_at)
       SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb),
-        to_timestamp((e.value ->> 'run_at')::float8 / 1000)
+        coalesce(
+          to_timestamp((e.value ->> 'run_at')::float8 / 1000),
+          (SELECT h.run_at FROM ${tables(schema).queue} h
+           WHERE h.work_unit_key = e.value ->> 'work_unit_key' AND NOT h.processed AND h.dead_at IS NULL
+           ORDER BY h.id LIMIT 1)
+        )
       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, n)
       ORDER BY e.n
       RETURNING 1
@@ -416,7 +423,10 @@ const outcomesJson = (outcomes: ReadonlyArray<Outcome>): string =>
  * an outcome of only `{ id, error }`, as a previous release sends, is processed or failed as before), `$2` the
  * unit, `$3` the owner, `$4` release (else heartbeat), `$5` the claim id. Every outcome counts one attempt and
  * keeps its error as the item's `last_error`; a retry sets the item's `run_at`, a dead letter sets `dead_at`
- * and the time `infinity`; both leave it unprocessed. Queue migration 8 installs it as the function
+ * and the time `infinity`; both leave it unprocessed. A retry also moves the unit's later items to its time
+ * (those with no time or an earlier one): they could not run before it anyway, and so they leave the claim's
+ * walk of untimed items (a waiting unit costs the claim nothing, however long its backlog) for the walk of
+ * timed ones, which reaches them when they are due. Queue migration 8 installs it as the function
  * `queue_record` ({@link functions}), which {@link record} calls: a change to it needs a new migration that
  * replaces the function.
  *
@@ -451,6 +461,15 @@ export const recordSql = (schema: SchemaName.SchemaName): string => {
         WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
           AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
         RETURNING q.id
+      ), retried AS (
+        SELECT min(id) AS id, max(retry_at) AS retry_at FROM outcome WHERE retry_at IS NOT NULL
+      ), held AS (
+        UPDATE ${queue} q SET run_at = retried.retry_at
+        FROM retried
+        WHERE retried.id IS NOT NULL AND q.work_unit_key = $2 AND q.id > retried.id AND NOT q.processed
+          AND q.dead_at IS NULL AND (q.run_at IS NULL OR q.run_at < retried.retry_at)
+          AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
+        RETURNING 1
       ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
                (SELECT count(*) FROM marked)::int AS marked`
 }

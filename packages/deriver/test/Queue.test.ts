@@ -32,6 +32,8 @@ const keys = (claims: ReadonlyArray<Queue.Claim>) => claims.map((claim) => claim
 
 /** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`'s plan tree. */
 interface PlanNode {
+  readonly "Node Type"?: string
+  readonly "Relation Name"?: string
   readonly "Index Name"?: string
   readonly "Actual Rows": number
   readonly "Actual Loops": number
@@ -295,6 +297,78 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(second.map(({ claim }) => claim.workUnitKey), ["b"])
     }))
 
+  it.effect("units waiting for their time cost the claim nothing: 20,000 of them, older, with later items, are walked by neither index", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, schema } = yield* freshQueue
+      // as a retry leaves them: each waiting unit's first item and its later one at the retry's time
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type, attempts, run_at)
+         SELECT 'waiting-' || (g % 20000), 't', CASE WHEN g <= 20000 THEN 1 ELSE 0 END, now() + interval '1 hour'
+         FROM generate_series(1, 40000) g`
+      )
+      yield* on(Queue.enqueue, [...items("fresh-a", 1), ...items("fresh-b", 1), ...items("fresh-c", 1)])
+      yield* db.query(`ANALYZE ${queue}`)
+      const plan = yield* db.withConnection((connection) =>
+        Effect.gen(function*() {
+          yield* connection.query("BEGIN")
+          const result = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
+            `EXPLAIN (ANALYZE, FORMAT JSON) ${Queue.claimSql(schema)}`,
+            [2, "me", Date.now()]
+          )
+          yield* connection.query("ROLLBACK")
+          return result[0]!["QUERY PLAN"][0]!.Plan
+        })
+      )
+      assert.strictEqual(rowsOf(plan, "queue_ready_id_idx"), 2)
+      assert.strictEqual(rowsOf(plan, "queue_run_at_idx"), 0)
+      // and the timed walk is an index scan of queue_run_at_idx, not a scan of the table
+      const scans = (node: PlanNode): ReadonlyArray<string> => [
+        ...(node["Relation Name"] === "queue" ? [`${node["Node Type"]} ${node["Index Name"] ?? ""}`] : []),
+        ...(node.Plans ?? []).flatMap(scans)
+      ]
+      assert.include(scans(plan), "Index Scan queue_run_at_idx")
+      assert.notInclude(scans(plan).join(), "Seq Scan")
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 2, "me")), ["fresh-a", "fresh-b"])
+    }))
+
+  it.effect("a retry holds its unit: released, its later items (and new ones) take its time, not claimable before it; fenced", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, sessions } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("w", 2), ...items("x", 1)])
+      const [w] = yield* on(Queue.claimWithItems, 1, "me", 10)
+      assert.deepStrictEqual(w!.items.map((i) => [i.id, i.attempts]), [["1", 0], ["2", 0]])
+      const retryAt = Date.now() + 3_600_000
+      const recorded = yield* on(Queue.record, w!.claim, [{ item: w!.items[0]!, error: "503", retryAt }], true)
+      assert.deepStrictEqual(recorded, { owned: true, marked: 1 })
+      yield* on(Queue.enqueue, items("w", 1))
+      const rows = yield* db.query<{ id: string; attempts: number; last_error: string | null; run_at: number }>(
+        `SELECT id::text, attempts, last_error, (extract(epoch FROM run_at) * 1000)::float8 AS run_at
+         FROM ${queue} WHERE work_unit_key = 'w' ORDER BY id`
+      )
+      // the retried item, its later item and the one enqueued after: all at the retry's time
+      assert.deepStrictEqual(rows.map((r) => [r.id, r.attempts, r.last_error, Math.round(r.run_at)]), [
+        ["1", 1, "503", retryAt],
+        ["2", 0, null, retryAt],
+        ["4", 0, null, retryAt]
+      ])
+      // The claim takes x only: w waits.
+      const [x] = yield* on(Queue.claimWithItems, 10, "me", 10)
+      assert.strictEqual(x!.claim.workUnitKey, "x")
+      assert.deepStrictEqual(yield* on(Queue.claimWithItems, 10, "me", 10), [])
+      // Fencing: x's claim taken over; its retry changes nothing.
+      yield* db.query(`DELETE FROM ${sessions} WHERE work_unit_key = 'x'`)
+      const lost = yield* on(Queue.record, x!.claim, [{ item: x!.items[0]!, error: "503", retryAt }], true)
+      assert.deepStrictEqual(lost, { owned: false, marked: 0 })
+      assert.strictEqual(
+        yield* count(`SELECT count(*) FROM ${queue} WHERE work_unit_key = 'x' AND run_at IS NULL AND attempts = 0`),
+        1
+      )
+      // Its time come (moved to the past here), w is claimed again from its first item, with the rest.
+      yield* db.query(`UPDATE ${queue} SET run_at = now() - interval '1 second' WHERE work_unit_key = 'w'`)
+      const [again] = yield* on(Queue.claimWithItems, 10, "me", 10)
+      assert.deepStrictEqual(again!.items.map((i) => [i.id, i.attempts]), [["1", 1], ["2", 0], ["4", 0]])
+    }))
+
   it.effect("a record that releases its unit claims the next ones in the same statement; a lost claim claims none", () =>
     Effect.gen(function*() {
       const { on, queue, sessions } = yield* freshQueue
@@ -352,7 +426,7 @@ describe("queue migrations 7 and 8", () => {
   it("installed the statements Queue documents; a change to them needs a migration that replaces the functions", () => {
     assert.deepStrictEqual(
       { claim: fingerprint(Queue.claimWithItemsSql(schema)), record: fingerprint(Queue.recordSql(schema)) },
-      { claim: "f4d2cd8cd826cb53", record: "41b832dbd0b1e2e0" }
+      { claim: "f4d2cd8cd826cb53", record: "2e33b07a8f71e736" }
     )
   })
   // A released migration never changes: migration 7 still creates the functions of release 0.2.0 (their

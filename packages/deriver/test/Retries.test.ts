@@ -71,8 +71,11 @@ const allProcessed = (schema: SchemaName.SchemaName) =>
 const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Queue.NewItem>) =>
   DbSession.use((db) => db.withConnection((c) => Queue.enqueue(c, schema, items)))
 
-/** The poll interval's cap in the test configuration, plus a step: how late a due item may start. */
-const lateBound = 200 + 50
+/**
+ * How late a due item may start: the longest poll sleep of the test configuration (its 0.2 s cap, jittered by
+ * ±0.5), plus 100 ms of test time for the claim's round trips (the clock moves 10 ms per few real ones).
+ */
+const lateBound = 200 * 1.5 + 100
 
 layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
   it.effect(
