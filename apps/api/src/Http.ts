@@ -132,13 +132,16 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
     appendMessages: ({ headers, params, payload }) =>
       withWorkspace(params.workspace, (schema) => {
         const key = headers["idempotency-key"]
-        if (key === undefined) return Messages.append(schema, params.workspace, params.session, payload.messages)
+        const options = { deriveAt: payload.deriveAt === undefined ? undefined : Date.parse(payload.deriveAt) }
+        if (key === undefined) {
+          return Messages.append(schema, params.workspace, params.session, payload.messages, options)
+        }
         return Effect.gen(function*() {
           const { idempotencyRetentionSeconds } = yield* AppSettings
           const outcome = yield* Messages.appendOnce(schema, params.workspace, params.session, payload.messages, {
             key,
             retentionSeconds: idempotencyRetentionSeconds ?? defaultIdempotencyRetentionSeconds
-          })
+          }, options)
           return outcome.response
         }).pipe(
           Effect.catchTag("IdempotencyKeyReused", () =>

@@ -175,6 +175,32 @@ describe("apps/api over real HTTP, healthy database", () => {
           assert.strictEqual(longContent.status, 400)
           assert.include(detail(longContent), "messages[0].content")
 
+          const badTime = yield* request(api, "POST", path, {
+            token,
+            body: { messages: [{ peer: "alice", content: "x" }], deriveAt: "tomorrow" }
+          })
+          assert.strictEqual(badTime.status, 400)
+          assert.include(detail(badTime), "deriveAt")
+          assert.include(detail(badTime), "ISO 8601")
+          // A valid one: the representation task waits for it (no deriver runs here); the queue says so.
+          const later = yield* request(api, "POST", path, {
+            token,
+            body: {
+              messages: [{ peer: "alice", content: "x" }],
+              deriveAt: new Date(Date.now() + 3_600_000).toISOString()
+            }
+          })
+          assert.strictEqual(later.status, 201)
+          const queue = yield* request(api, "GET", "/v1/workspaces/valid/queue", { token })
+          assert.deepStrictEqual(queue.json, {
+            pending: 0,
+            inProgress: 0,
+            waiting: 1,
+            dead: 0,
+            processed: 0,
+            errored: 0
+          })
+
           const oversized = yield* request(api, "POST", path, {
             token,
             body: { messages: Array.from({ length: 50 }, () => ({ peer: "alice", content: "x".repeat(5_000) })) }

@@ -2,7 +2,7 @@
  * Benchmark (not a test): a downstream outage. `BENCH_ITEMS` items (default 10,000), each its own unit, whose
  * handler's downstream fails (raises `Handlers.Retry`) for the first `BENCH_OUTAGE_SECONDS` (default 60) and
  * then recovers; one deriver with the production defaults (startup jitter off) and the default retry policy
- * (`Retries.defaults`). Prints, per `BENCH_BUCKET_SECONDS` (default 5), the handler runs, the retries
+ * (`Retries.defaults`); `BENCH_WORKERS` overrides the deriver's workers (labelled). Prints, per `BENCH_BUCKET_SECONDS` (default 5), the handler runs, the retries
  * scheduled and the successes, until every item is processed (or `BENCH_MAX_SECONDS`, default 600); then checks
  * that every item is processed, none is a dead letter, and every handler succeeded exactly once per item.
  *
@@ -78,7 +78,10 @@ const program = Effect.gen(function*() {
           return Effect.void
         })
     })
-    const config = yield* DeriverConfig.make({ pollingStartupJitterSeconds: 0 })
+    const config = yield* DeriverConfig.make({
+      pollingStartupJitterSeconds: 0,
+      ...(process.env.BENCH_WORKERS === undefined ? {} : { workers: Number(process.env.BENCH_WORKERS) })
+    })
     const processed = () =>
       Effect.map(
         db.query<{ n: number; dead: number }>(
