@@ -554,7 +554,7 @@ const program = Effect.gen(function*() {
   if (claim !== undefined) {
     yield* log("\n| measurement | value |\n|---|---|")
     yield* log(
-      `| claim reads only the partial indexes (queue_pending_id_idx, no Seq Scan on queue) | ${
+      `| claim reads only the partial indexes (queue_ready_id_idx, no Seq Scan on queue) | ${
         claim.usesIndex ? "yes" : "NO"
       } |`
     )
