@@ -79,6 +79,22 @@ const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean | "timed
     )
   })
 
+/** `pendingRows` single-item units named `representation:acme:{prefix}{i}:peer`. */
+const enqueuePending = (schema: SchemaName.SchemaName, prefix: string) =>
+  DbSession.use((db) =>
+    db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: pendingRows }, (_, i) => ({
+          workUnitKey: `representation:acme:${prefix}${i}:peer`,
+          taskType: "representation",
+          payload: { workspace: "acme" }
+        }))
+      )
+    )
+  )
+
 const claimBenchmark = (url: string) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_claim")
@@ -102,17 +118,7 @@ const claimBenchmark = (url: string) =>
           ` (${((now() - started) / 1000).toFixed(1)} s)`
       )
     }
-    yield* db.withConnection((c) =>
-      Queue.enqueue(
-        c,
-        schema,
-        Array.from({ length: pendingRows }, (_, i) => ({
-          workUnitKey: `representation:acme:new${i}:peer`,
-          taskType: "representation",
-          payload: { workspace: "acme" }
-        }))
-      )
-    )
+    yield* enqueuePending(schema, "new")
     yield* db.query(`VACUUM ANALYZE ${queue}`)
     yield* log(`  loaded ${processedRows.toLocaleString("en")} processed + ${pendingRows} pending rows; vacuumed`)
     const withIndex: Array<number> = []
@@ -170,18 +176,7 @@ const waitingBenchmark = Effect.gen(function*() {
      FROM generate_series(1, $1::int) g`,
     [waitingRows]
   )
-  const pending = () =>
-    db.withConnection((c) =>
-      Queue.enqueue(
-        c,
-        schema,
-        Array.from({ length: pendingRows }, (_, i) => ({
-          workUnitKey: `representation:acme:fresh${i}:peer`,
-          taskType: "representation",
-          payload: { workspace: "acme" }
-        }))
-      )
-    )
+  const pending = () => enqueuePending(schema, "fresh")
   yield* pending()
   yield* db.query(`VACUUM ANALYZE ${queue}`)
   const waiting = yield* times(false, 20)

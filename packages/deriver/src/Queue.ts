@@ -363,16 +363,20 @@ export const nextItems = (
          ORDER BY i.id`,
         [claim.workUnitKey, limit, claim.owner, claim.id, now]
       ),
-      (rows) =>
-        rows.map((row) => ({
-          id: row.id,
-          workUnitKey: claim.workUnitKey,
-          taskType: row.task_type,
-          // jsonb::text is always valid JSON.
-          payload: JSON.parse(row.payload) as unknown,
-          attempts: row.attempts
-        }))
+      (rows) => rows.map((row) => itemOf(row, claim.workUnitKey))
     ))
+
+/** An item from a row with its payload as jsonb text (always valid JSON). */
+const itemOf = (
+  row: { readonly id: string; readonly task_type: string; readonly payload: string; readonly attempts: number },
+  workUnitKey: string
+): Item => ({
+  id: row.id,
+  workUnitKey,
+  taskType: row.task_type,
+  payload: JSON.parse(row.payload) as unknown,
+  attempts: row.attempts
+})
 
 /**
  * The outcome of one handled item: processed (`error` undefined), or marked with its error (failed for good);
@@ -741,10 +745,7 @@ export const deadLetters = (
     ),
     (rows) =>
       rows.map((row) => ({
-        id: row.id,
-        workUnitKey: row.work_unit_key,
-        taskType: row.task_type,
-        payload: JSON.parse(row.payload) as unknown,
+        ...itemOf(row, row.work_unit_key),
         attempts: row.attempts,
         lastError: row.last_error,
         deadAt: row.dead_at
