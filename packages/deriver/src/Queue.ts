@@ -189,11 +189,13 @@ const at = (nowMillis: string) => `to_timestamp(${nowMillis}::float8 / 1000)`
 /** The candidates and the ownership rows inserted for them: the part every claim statement shares. */
 const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string): string => {
   const { queue, sessions } = tables(schema)
-  const free = `NOT EXISTS (SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key)
-    AND NOT EXISTS (
+  // Scalar subqueries, not NOT EXISTS: the server turns NOT EXISTS into an anti join, and the generic plan the
+  // function keeps (which cannot know `LIMIT $1`) may then hash the whole backlog; a subquery is a probe per item.
+  const free = `(SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key) IS NULL
+    AND (
       SELECT 1 FROM ${queue} e
-      WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL AND e.id < q.id
-    )`
+      WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL AND e.id < q.id LIMIT 1
+    ) IS NULL`
   return `WITH ready AS MATERIALIZED (
   SELECT q.work_unit_key, q.id AS first_id
   FROM ${queue} q

@@ -243,6 +243,32 @@ describe("Retries.decide", () => {
     assert.deepStrictEqual(Retries.decide(settings, 0, 10_000, 40_000, 0.25), { _tag: "Retry", atMillis: 40_250 })
     assert.deepStrictEqual(Retries.decide(settings, 0, 10_000, 1_000, 0), { _tag: "Retry", atMillis: 10_000 })
   })
+  it("no herd at the defaults: 10,000 items failing at the same instant come back spread over 5 s, then 10 s", () => {
+    // a seeded generator (mulberry32), so the draws are the same on every run
+    let seed = 38
+    const next = () => {
+      seed = (seed + 0x6D2B79F5) | 0
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+    }
+    const perSecond = (attempts: number) => {
+      const seconds = new Map<number, number>()
+      for (let i = 0; i < 10_000; i++) {
+        const decision = Retries.decide(Retries.defaults, attempts, 0, undefined, next())
+        assert.strictEqual(decision._tag, "Retry")
+        const second = Math.floor((decision as { atMillis: number }).atMillis / 1000)
+        seconds.set(second, (seconds.get(second) ?? 0) + 1)
+      }
+      return seconds
+    }
+    const first = perSecond(0)
+    assert.deepStrictEqual([...first.keys()].sort((a, b) => a - b), [0, 1, 2, 3, 4])
+    assert.isAtMost(Math.max(...first.values()), 2_200)
+    const second = perSecond(1)
+    assert.strictEqual(second.size, 10)
+    assert.isAtMost(Math.max(...second.values()), 1_150)
+  })
   it.effect("invalid policies name their field", () =>
     Effect.gen(function*() {
       const attempts = yield* Effect.flip(Retries.settings({ maxAttempts: 0 }))
