@@ -129,6 +129,11 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
       const { claim, record } = Queue.functions(schema)
       const claimed = "RETURNS TABLE (work_unit_key text, id text, items text)"
       const generic = "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan"
+      // `enable_sort = off` for the claim: its walks must read their index in order and stop after `$1` units.
+      // The generic plan cannot know `$1`, and before the first ANALYZE of a new column (`run_at IS NULL`) it
+      // estimates a handful of rows: it then sorted the whole backlog on every call (9.1 ms instead of 0.24 at
+      // 5,000 pending). Off, a sort is only the last resort; the claim's small sorts (of the candidates) stay.
+      const walks = "SET enable_sort = off"
       return [
         `ALTER TABLE ${queue}
           ADD COLUMN attempts integer NOT NULL DEFAULT 0, ADD COLUMN last_error text,
@@ -137,7 +142,7 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
         `CREATE INDEX queue_run_at_idx ON ${queue} (run_at, id) WHERE NOT processed AND run_at IS NOT NULL`,
         `CREATE INDEX queue_dead_idx ON ${queue} (id) WHERE NOT processed AND dead_at IS NOT NULL`,
         `CREATE FUNCTION ${claim}(integer, text, integer, float8) ${claimed}
-          ${generic} AS ${body(Queue.claimWithItemsSql(schema))}`,
+          ${generic} ${walks} AS ${body(Queue.claimWithItemsSql(schema))}`,
         `CREATE OR REPLACE FUNCTION ${claim}(integer, text, integer) ${claimed}
           ${generic} AS ${
           body(`SELECT * FROM ${claim}($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000)::float8)`)
