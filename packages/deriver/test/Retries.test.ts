@@ -201,6 +201,54 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
   )
 
   it.effect(
+    "stated results: retry at a provider's time (no earlier, within one base after it), then done; failed for good",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* freshSchema
+        const start = yield* Clock.currentTimeMillis
+        const retryAfter = start + 2_000
+        const runs: Array<{ readonly kind: string; readonly at: number }> = []
+        const handlers = yield* Handlers.withRetries(
+          Handlers.make({
+            work: (item) =>
+              Effect.map(Clock.currentTimeMillis, (at) => {
+                const kind = (item.payload as { kind: string }).kind
+                runs.push({ kind, at })
+                if (kind === "bad") return Handlers.failed("bad input")
+                return (item.attempts ?? 0) === 0 ? Handlers.retry("429 Too Many Requests", retryAfter) : Handlers.done
+              })
+          }),
+          "work",
+          { base: 500 }
+        )
+        yield* enqueue(schema, [
+          { workUnitKey: "limited", taskType: "work", payload: { kind: "limited" } },
+          { workUnitKey: "bad", taskType: "work", payload: { kind: "bad" } }
+        ])
+        const scope = yield* Scope.make()
+        yield* started(schema, handlers, scope)
+        yield* advanceUntil(allProcessed(schema), 10, 60_000)
+        yield* Scope.close(scope, Exit.void)
+        const limited = runs.filter((r) => r.kind === "limited")
+        assert.strictEqual(limited.length, 2)
+        assert.isAtLeast(limited[1]!.at, retryAfter)
+        assert.isAtMost(limited[1]!.at, retryAfter + 500 + lateBound)
+        assert.strictEqual(runs.filter((r) => r.kind === "bad").length, 1)
+        const rows = yield* DbSession.use((db) =>
+          db.query<{ kind: string; attempts: number; error: string | null; last_error: string | null }>(
+            `SELECT payload ->> 'kind' AS kind, attempts, error, last_error FROM ${SchemaName.qualify(schema, "queue")}
+           ORDER BY id`
+          )
+        )
+        assert.deepStrictEqual(rows, [
+          { kind: "limited", attempts: 2, error: null, last_error: "429 Too Many Requests" },
+          { kind: "bad", attempts: 1, error: "bad input", last_error: "bad input" }
+        ])
+      }),
+    120_000
+  )
+
+  it.effect(
     "an item enqueued to run later runs no earlier than its time and within a poll interval after it, its unit's later items after it",
     () =>
       Effect.gen(function*() {
