@@ -133,9 +133,10 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
     appendMessages: ({ headers, params, payload }) =>
       withWorkspace(params.workspace, (schema) => {
         const key = headers["idempotency-key"]
+        const options = { deriveAt: payload.deriveAt === undefined ? undefined : Date.parse(payload.deriveAt) }
         if (key === undefined) {
           return Effect.map(
-            Messages.append(schema, params.workspace, params.session, payload.messages),
+            Messages.append(schema, params.workspace, params.session, payload.messages, options),
             (response) => ({ response, fresh: true })
           )
         }
@@ -144,7 +145,7 @@ export const WorkspaceHandlers = HttpApiBuilder.group(Api.Api, "workspace", (han
           const outcome = yield* Messages.appendOnce(schema, params.workspace, params.session, payload.messages, {
             key,
             retentionSeconds: idempotencyRetentionSeconds ?? defaultIdempotencyRetentionSeconds
-          })
+          }, options)
           return { response: outcome.response, fresh: !outcome.replayed }
         }).pipe(
           Effect.catchTag("IdempotencyKeyReused", () =>

@@ -98,9 +98,23 @@ describe("apps/api over real HTTP, healthy database", () => {
           assert.strictEqual(stored.status, 201)
           assert.deepStrictEqual(stored.json, { stored: 1, enqueued: 1 })
           const queue = yield* request(api, "GET", "/v1/workspaces/mine/queue", { token: mine })
-          assert.deepStrictEqual(queue.json, { pending: 1, inProgress: 0, processed: 0, errored: 0 })
+          assert.deepStrictEqual(queue.json, {
+            pending: 1,
+            inProgress: 0,
+            waiting: 0,
+            dead: 0,
+            processed: 0,
+            errored: 0
+          })
           const theirQueue = yield* request(api, "GET", "/v1/workspaces/theirs/queue", { token: theirs })
-          assert.deepStrictEqual(theirQueue.json, { pending: 0, inProgress: 0, processed: 0, errored: 0 })
+          assert.deepStrictEqual(theirQueue.json, {
+            pending: 0,
+            inProgress: 0,
+            waiting: 0,
+            dead: 0,
+            processed: 0,
+            errored: 0
+          })
           const none = yield* request(api, "GET", "/v1/workspaces/mine/peers/alice/representation", { token: mine })
           assert.strictEqual(none.status, 404)
         }),
@@ -160,6 +174,32 @@ describe("apps/api over real HTTP, healthy database", () => {
           })
           assert.strictEqual(longContent.status, 400)
           assert.include(detail(longContent), "messages[0].content")
+
+          const badTime = yield* request(api, "POST", path, {
+            token,
+            body: { messages: [{ peer: "alice", content: "x" }], deriveAt: "tomorrow" }
+          })
+          assert.strictEqual(badTime.status, 400)
+          assert.include(detail(badTime), "deriveAt")
+          assert.include(detail(badTime), "ISO 8601")
+          // A valid one: the representation task waits for it (no deriver runs here); the queue says so.
+          const later = yield* request(api, "POST", path, {
+            token,
+            body: {
+              messages: [{ peer: "alice", content: "x" }],
+              deriveAt: new Date(Date.now() + 3_600_000).toISOString()
+            }
+          })
+          assert.strictEqual(later.status, 201)
+          const queue = yield* request(api, "GET", "/v1/workspaces/valid/queue", { token })
+          assert.deepStrictEqual(queue.json, {
+            pending: 0,
+            inProgress: 0,
+            waiting: 1,
+            dead: 0,
+            processed: 0,
+            errored: 0
+          })
 
           const oversized = yield* request(api, "POST", path, {
             token,
@@ -297,7 +337,14 @@ describe("apps/api over real HTTP, healthy database", () => {
             ),
             Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo({ duration: "20 seconds" })))
           )
-          assert.deepStrictEqual(queue.json, { pending: 0, inProgress: 0, processed: 2, errored: 0 })
+          assert.deepStrictEqual(queue.json, {
+            pending: 0,
+            inProgress: 0,
+            waiting: 0,
+            dead: 0,
+            processed: 2,
+            errored: 0
+          })
         }),
       { timeout: 90_000 }
     )

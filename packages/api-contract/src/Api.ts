@@ -34,13 +34,33 @@ export const CreateWorkspace = Schema.Struct({
 })
 
 /**
- * `POST …/messages` body: 1 to {@link maxMessagesPerRequest} messages.
+ * An instant as ISO 8601 text with a time zone (`2026-12-02T15:00:00Z`, `…+01:00`), decoded to epoch milliseconds.
+ *
+ * @since 0.3.0
+ */
+export const Instant = Schema.String.check(
+  Schema.makeFilter(
+    (text: string) =>
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d{1,9})?)?(Z|[+-]\d\d:\d\d)$/.test(text) && !Number.isNaN(Date.parse(text))
+        ? true
+        : "must be an ISO 8601 date-time with a time zone, e.g. 2026-12-02T15:00:00Z",
+    { description: "an ISO 8601 date-time with a time zone, e.g. 2026-12-02T15:00:00Z" }
+  )
+)
+
+/**
+ * `POST …/messages` body: 1 to {@link maxMessagesPerRequest} messages, and optionally `deriveAt` (since 0.3.0):
+ * the earliest time their representation tasks run (an earlier task of the same peer still folds whatever is
+ * committed when it runs).
  *
  * @since 0.1.0
  * @category schemas
  */
 export const AppendMessages = Schema.Struct({
-  messages: Schema.Array(Model.NewMessage).check(Schema.isMinLength(1), Schema.isMaxLength(maxMessagesPerRequest))
+  messages: Schema.Array(Model.NewMessage).check(Schema.isMinLength(1), Schema.isMaxLength(maxMessagesPerRequest)),
+  deriveAt: Schema.optionalKey(
+    described(Instant, "earliest time the representation tasks run: an ISO 8601 date-time with a time zone")
+  )
 })
 
 /**

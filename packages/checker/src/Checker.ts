@@ -31,6 +31,7 @@ export const kinds = [
   "terms-mismatch",
   "sequence-gap",
   "unprocessed",
+  "dead-letter",
   "errored",
   "non-owner-completion"
 ] as const
@@ -46,6 +47,8 @@ export const kinds = [
  * - `terms-mismatch`: a term whose count in the representation differs from the stored messages' (amount: terms);
  * - `sequence-gap`: a (session, peer) whose messages are not numbered 1…n, or whose counter is not at n;
  * - `unprocessed`, `errored`: queue items of the history's workspaces left unprocessed, or marked with an error;
+ * - `dead-letter`: queue items whose handler failed its last attempt (since 0.3.0): kept for a replay, so neither
+ *   lost (not `unprocessed`) nor processed;
  * - `non-owner-completion`: an item completed outside a claim, or by a claim older than one that had already
  *   completed an item of the same unit (a worker that had lost its unit), or a claim id with two owners.
  *
@@ -223,6 +226,7 @@ export const reconcile = (
 
     // The queue.
     found("unprocessed", read.queue.unprocessed, "queue", `not processed: ${read.queue.unprocessed}`)
+    found("dead-letter", read.queue.dead, "queue", `dead letters (replay them): ${read.queue.dead}`)
     found("errored", read.queue.errored, "queue", read.queue.firstError)
     for (const item of read.nonOwner) found("non-owner-completion", 1, `item ${item.id} (${item.unit})`, item.detail)
 
@@ -300,10 +304,18 @@ const readState = (connection: Connection, schema: SchemaName.SchemaName, scope:
       [peers]
     )
     const [queue] = yield* connection.query<
-      { items: number; processed: number; unprocessed: number; errored: number; first_error: string | null }
+      {
+        items: number
+        processed: number
+        unprocessed: number
+        dead: number
+        errored: number
+        first_error: string | null
+      }
     >(
       `SELECT count(*)::int AS items, count(*) FILTER (WHERE processed)::int AS processed,
-         count(*) FILTER (WHERE NOT processed)::int AS unprocessed,
+         count(*) FILTER (WHERE NOT processed AND dead_at IS NULL)::int AS unprocessed,
+         count(*) FILTER (WHERE NOT processed AND dead_at IS NOT NULL)::int AS dead,
          count(*) FILTER (WHERE processed AND error IS NOT NULL)::int AS errored,
          min(error) AS first_error
        FROM ${t("queue")} WHERE payload ->> 'workspace' = ANY($1::text[])`,
@@ -350,6 +362,7 @@ const readState = (connection: Connection, schema: SchemaName.SchemaName, scope:
         items: queue?.items ?? 0,
         processed: queue?.processed ?? 0,
         unprocessed: queue?.unprocessed ?? 0,
+        dead: queue?.dead ?? 0,
         errored: queue?.errored ?? 0,
         firstError: queue?.first_error ?? ""
       },
@@ -399,8 +412,9 @@ export const check = (
   )
 
 /**
- * Waits (at most `timeout`, default 60 s) until no queue item of the history's workspaces is pending or in
- * progress, polling about every 50 ms (jittered); returns the backlog left (0: settled). Run it before
+ * Waits (at most `timeout`, default 60 s) until no queue item of the history's workspaces is pending, in
+ * progress or waiting for its time (a retry; dead letters do not count), polling about every 50 ms (jittered);
+ * returns the backlog left (0: settled). Run it before
  * {@link reconcile} while a deriver is still running; whatever it leaves shows as `unprocessed`.
  *
  * @since 0.1.0
@@ -413,7 +427,7 @@ export const settle = (
   const workspaces = [...new Set(history.operations.map((o) => o.workspace))]
   const backlog = Effect.map(
     Effect.forEach(workspaces, (workspace) => QueueStatus.forWorkspace(schema, workspace)),
-    (statuses) => statuses.reduce((sum, s) => sum + s.pending + s.inProgress, 0)
+    (statuses) => statuses.reduce((sum, s) => sum + s.pending + s.inProgress + (s.waiting ?? 0), 0)
   )
   const waited = Effect.repeat(backlog, {
     schedule: Schedule.spaced("50 millis").pipe(Schedule.jittered, Schedule.upTo({ duration: timeout })),

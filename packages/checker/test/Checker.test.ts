@@ -194,6 +194,18 @@ layer(Database, { excludeTestServices: true })("Checker (PostgreSQL)", (it) => {
         `UPDATE ${t("queue")} SET processed_claim = 0, processed_at = clock_timestamp()
          WHERE id = (SELECT max(id) FROM ${t("queue")} WHERE work_unit_key LIKE '%bob%')`
       )
+      // a dead letter: an item whose handler ran out of attempts (neither lost nor processed).
+      yield* db.transaction((connection) =>
+        Queue.enqueue(connection, schema, [{
+          workUnitKey: "dead",
+          taskType: Messages.representationTask,
+          payload: { workspace: "acme" }
+        }])
+      )
+      yield* db.query(
+        `UPDATE ${t("queue")} SET dead_at = now(), run_at = 'infinity', attempts = 15, last_error = 'provider 503'
+         WHERE work_unit_key = 'dead'`
+      )
       const verdict = yield* Checker.reconcile(schema, history)
       console.log(`planted anomalies\n${Checker.table(verdict)}`)
       assert.isFalse(verdict.valid)
@@ -207,6 +219,7 @@ layer(Database, { excludeTestServices: true })("Checker (PostgreSQL)", (it) => {
         "terms-mismatch": 1,
         "sequence-gap": 3,
         unprocessed: 1,
+        "dead-letter": 1,
         errored: 1,
         "non-owner-completion": 2
       })

@@ -14,7 +14,8 @@
  * BENCH_ROWS overrides the number of processed rows (default 1,000,000), BENCH_ITEMS the items per throughput
  * run (default 1,000), BENCH_RUN_SECONDS the time bound of one run (default 15; a run that does not finish
  * reports the items recorded in that time), BENCH_LATENCY_ROUNDS the busy-latency rounds (default 10).
- * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements only when named), BENCH_LABELS (defaults, tuned),
+ * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements and retries (after claim)
+ * only when named; BENCH_WAITING the items waiting for a retry, default 100,000), BENCH_LABELS (defaults, tuned),
  * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (0: units claimed
  * ahead of a free worker; other values are labelled in the table).
  */
@@ -52,19 +53,23 @@ const session = (url: string, poolClass: "null" | "queue") =>
   DbSession.layer({ url, connectTimeout: "5 seconds", poolClass, poolSize: 10, driver: "pg", applicationName: "bench" })
 
 /** EXPLAIN ANALYZE of the claim, in a transaction that rolls back (the claim inserts ownership rows). */
-const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean) =>
+const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean | "timed") =>
   Effect.gen(function*() {
     const db = yield* DbSession
     return yield* db.withConnection((c) =>
       Effect.gen(function*() {
         yield* c.query("BEGIN")
-        if (dropIndex) {
-          yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_unprocessed_idx")}`)
-          yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, "queue_pending_id_idx")}`)
-        }
+        // "timed": only the indexes of queue migration 8 (the claim then walks queue_pending_id_idx, filtering
+        // on run_at: what it would cost without them)
+        const dropped = dropIndex === "timed"
+          ? ["queue_ready_id_idx", "queue_run_at_idx"]
+          : dropIndex
+          ? ["queue_unprocessed_idx", "queue_pending_id_idx", "queue_ready_id_idx", "queue_run_at_idx"]
+          : []
+        for (const index of dropped) yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, index)}`)
         const rows = yield* c.query<{ "QUERY PLAN": string }>(
           `EXPLAIN (ANALYZE, BUFFERS) ${Queue.claimSql(schema)}`,
-          [8, "bench"]
+          [8, "bench", Date.now()]
         )
         yield* c.query("ROLLBACK")
         const plan = rows.map((r) => r["QUERY PLAN"]).join("\n")
@@ -73,6 +78,22 @@ const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean) =>
       })
     )
   })
+
+/** `pendingRows` single-item units named `representation:acme:{prefix}{i}:peer`. */
+const enqueuePending = (schema: SchemaName.SchemaName, prefix: string) =>
+  DbSession.use((db) =>
+    db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: pendingRows }, (_, i) => ({
+          workUnitKey: `representation:acme:${prefix}${i}:peer`,
+          taskType: "representation",
+          payload: { workspace: "acme" }
+        }))
+      )
+    )
+  )
 
 const claimBenchmark = (url: string) =>
   Effect.gen(function*() {
@@ -97,17 +118,7 @@ const claimBenchmark = (url: string) =>
           ` (${((now() - started) / 1000).toFixed(1)} s)`
       )
     }
-    yield* db.withConnection((c) =>
-      Queue.enqueue(
-        c,
-        schema,
-        Array.from({ length: pendingRows }, (_, i) => ({
-          workUnitKey: `representation:acme:new${i}:peer`,
-          taskType: "representation",
-          payload: { workspace: "acme" }
-        }))
-      )
-    )
+    yield* enqueuePending(schema, "new")
     yield* db.query(`VACUUM ANALYZE ${queue}`)
     yield* log(`  loaded ${processedRows.toLocaleString("en")} processed + ${pendingRows} pending rows; vacuumed`)
     const withIndex: Array<number> = []
@@ -130,9 +141,82 @@ const claimBenchmark = (url: string) =>
       seqPlan,
       withIndex,
       withoutIndex,
-      usesIndex: plan.includes("queue_pending_id_idx") && !plan.includes("Seq Scan on queue")
+      usesIndex: plan.includes("queue_ready_id_idx") && !plan.includes("Seq Scan on queue")
     }
   })
+
+const waitingRows = Number(process.env.BENCH_WAITING ?? 100_000)
+
+/**
+ * Part `retries` (after `claim`, in its schema): `waitingRows` items waiting for a retry (due in an hour, one
+ * attempt made, each the head of its own unit, older than the pending ones: the walk in id order meets them
+ * first), then 100 new pending units; the claim's plan and time, with the indexes of queue migration 8 and
+ * without them; then the same with one later item behind each waiting item (what the claim still walks).
+ */
+const waitingBenchmark = Effect.gen(function*() {
+  const schema = SchemaName.makeUnsafe("bench_claim")
+  const db = yield* DbSession
+  const queue = SchemaName.qualify(schema, "queue")
+  const times = (mode: boolean | "timed", n: number) =>
+    Effect.gen(function*() {
+      const out: Array<number> = []
+      let plan = ""
+      for (let i = 0; i < n + 1; i++) {
+        const result = yield* explainClaim(schema, mode)
+        if (i === 0) plan = result.plan
+        else out.push(result.time)
+      }
+      return { plan, times: out }
+    })
+  yield* db.query(`UPDATE ${queue} SET processed = true WHERE NOT processed`)
+  yield* db.query(
+    `INSERT INTO ${queue} (work_unit_key, task_type, payload, attempts, last_error, run_at)
+     SELECT 'representation:acme:wait' || g || ':peer', 'representation', '{"workspace":"acme"}'::jsonb, 1,
+            'provider answered 503', now() + interval '1 hour' + g * interval '1 millisecond'
+     FROM generate_series(1, $1::int) g`,
+    [waitingRows]
+  )
+  const pending = () => enqueuePending(schema, "fresh")
+  yield* pending()
+  yield* db.query(`VACUUM ANALYZE ${queue}`)
+  const waiting = yield* times(false, 20)
+  const unindexed = yield* times("timed", 5)
+  yield* db.query(`UPDATE ${queue} SET processed = true WHERE NOT processed AND run_at IS NULL`)
+  // Enqueued after their units' first items wait: Queue.enqueue gives each the time of its unit's first item.
+  for (let from = 1; from <= waitingRows; from += 10_000) {
+    yield* db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: Math.min(10_000, waitingRows - from + 1) }, (_, i) => ({
+          workUnitKey: `representation:acme:wait${from + i}:peer`,
+          taskType: "representation",
+          payload: { workspace: "acme" }
+        }))
+      )
+    )
+  }
+  yield* pending()
+  yield* db.query(`VACUUM ANALYZE ${queue}`)
+  const behind = yield* times(false, 20)
+  // The function the deriver calls (its generic plan, kept per connection), timed by the server.
+  const functionTimes: Array<number> = []
+  for (let i = 0; i < 21; i++) {
+    const time = yield* db.withConnection((c) =>
+      Effect.gen(function*() {
+        yield* c.query("BEGIN")
+        const rows = yield* c.query<{ "QUERY PLAN": string }>(
+          `EXPLAIN (ANALYZE) SELECT * FROM ${Queue.calls(schema).claim}`,
+          [8, "bench", 20, Date.now()]
+        )
+        yield* c.query("ROLLBACK")
+        return Number(/Execution Time: ([\d.]+) ms/.exec(rows.map((r) => r["QUERY PLAN"]).join("\n"))?.[1] ?? NaN)
+      })
+    )
+    if (i > 0) functionTimes.push(time)
+  }
+  return { waiting, unindexed, behind, functionTimes }
+})
 
 const statementModes = {
   along: "queue_record then queue_claim in one statement (as the deriver's workers, after the first claim)",
@@ -176,7 +260,7 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
       const started = now()
       if (mode === "along") {
         type Row = { work_unit_key: string | null; id: string | null; items: string | null }
-        let row: Row | undefined = (await client.query<Row>(claimText, [1, "bench", 20])).rows[0]
+        let row: Row | undefined = (await client.query<Row>(claimText, [1, "bench", 20, Date.now()])).rows[0]
         for (let i = 0; i < units && row !== undefined && row.work_unit_key !== null; i++) {
           const items = JSON.parse(row.items!) as ReadonlyArray<{ id: string }>
           const before = now()
@@ -187,14 +271,15 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
             true,
             row.id,
             1,
-            20
+            20,
+            Date.now()
           ])
           recordMillis += now() - before
           row = rows[0]
         }
       }
       for (let i = 0; i < (mode === "along" ? 0 : units); i++) {
-        const claimValues = [1, "bench", 20]
+        const claimValues = [1, "bench", 20, Date.now()]
         const before = now()
         const { rows } = await client.query<{ work_unit_key: string; id: string; items: string }>(
           named ? { name: "claim", text: claimText, values: claimValues } : { text: claimText, values: claimValues }
@@ -399,6 +484,31 @@ const program = Effect.gen(function*() {
     )
   }
 
+  if (parts.has("retries")) {
+    const waiting = yield* waitingBenchmark.pipe(Effect.provide(session(dbUrl, "queue")))
+    const show = (title: string, run: { plan: string; times: ReadonlyArray<number> }) =>
+      log(
+        `\n${title}: median ${median(run.times).toFixed(3)} ms, p95 ${
+          percentile(run.times, 0.95).toFixed(3)
+        } ms over ${run.times.length}\n` +
+          run.plan.split("\n").map((l) => "  " + l).join("\n")
+      )
+    yield* show(
+      `claim with ${waitingRows.toLocaleString("en")} items waiting for a retry (older ids) + ${pendingRows} pending`,
+      waiting.waiting
+    )
+    yield* show("the same without queue migration 8's indexes (rolled back)", waiting.unindexed)
+    yield* show(
+      `the same with one later item behind each waiting item (enqueued while it waits: it takes its time)`,
+      waiting.behind
+    )
+    yield* log(
+      `\nqueue_claim(8, …, 20 items, now) as the deriver calls it (generic plan), same data: median ${
+        median(waiting.functionTimes).toFixed(3)
+      } ms, p95 ${percentile(waiting.functionTimes, 0.95).toFixed(3)} ms over ${waiting.functionTimes.length}`
+    )
+  }
+
   const results: Array<Run> = []
   if (parts.has("throughput")) {
     for (const prefetch of prefetches) {
@@ -439,7 +549,7 @@ const program = Effect.gen(function*() {
   if (claim !== undefined) {
     yield* log("\n| measurement | value |\n|---|---|")
     yield* log(
-      `| claim reads only the partial indexes (queue_pending_id_idx, no Seq Scan on queue) | ${
+      `| claim reads only the partial indexes (queue_ready_id_idx, no Seq Scan on queue) | ${
         claim.usesIndex ? "yes" : "NO"
       } |`
     )

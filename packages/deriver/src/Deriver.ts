@@ -29,6 +29,7 @@ import * as LoopLag from "./LoopLag.ts"
 import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
 import * as Queue from "./Queue.ts"
+import * as Retries from "./Retries.ts"
 
 /**
  * What a deriver needs: the schema it serves, its handlers and its settings.
@@ -83,8 +84,14 @@ interface Claimed {
 const checkout = <R, A, E, R2>(ctx: Shared<R>, f: (connection: Connection) => Effect.Effect<A, E, R2>) =>
   ctx.gate.run(ctx.session.withConnection(f))
 
-/** What a handler's run means for its item: mark it (with an error, or none), or leave it for later. */
-type HandlerOutcome = { readonly failed: string | undefined } | { readonly database: unknown }
+/**
+ * What a handler's run means for its item: mark it (with an error, or none), run it again later (a transient
+ * failure, with the earliest time the handler named), or leave it for later (a database condition).
+ */
+type HandlerOutcome =
+  | { readonly failed: string | undefined }
+  | { readonly transient: string; readonly at: number | undefined }
+  | { readonly database: unknown }
 
 // ---------------------------------------------------------------------------------------------------------
 // Poll: one checkout, the stale cleanup when due, then the claim
@@ -237,9 +244,11 @@ const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost">
 
 /**
  * The outcome policy: runs the item's handler (under the unit's heartbeat) and says what its result means.
- * Success marks the item; a handler failure, a defect or an unknown task type marks it with its error; a
- * database condition (db-session's table: unavailable, transient or misconfigured; as a failure or a defect)
- * leaves it unprocessed for a later attempt.
+ * Success marks the item, unless the handler returned a stated outcome (`Handlers.failed`, `Handlers.retry`);
+ * `Handlers.Retry` raised is a transient failure, `Handlers.Failed` a permanent one; any other failure, a defect
+ * or an unknown task type marks it with its error (or is transient, when the task type's policy says
+ * `unknownErrors: "retry"`); a database condition (db-session's table: unavailable, transient or misconfigured;
+ * as a failure or a defect) leaves it unprocessed for a later attempt.
  */
 const runHandler = <R>(
   ctx: Shared<R>,
@@ -250,24 +259,57 @@ const runHandler = <R>(
   if (handler === undefined) {
     return Effect.succeed({ failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` })
   }
+  const unknown = (error: string): HandlerOutcome =>
+    Handlers.retriesOf(ctx.handlers, item.taskType).unknownErrors === "retry"
+      ? { transient: error, at: undefined }
+      : { failed: error }
   return Effect.raceFirst(Effect.provideService(handler(item), DbSession, ctx.handlerSession), whileRunning).pipe(
-    Effect.as<HandlerOutcome>({ failed: undefined }),
+    Effect.map((value): HandlerOutcome => {
+      if (!Handlers.isResult(value) || value._tag === "Done") return { failed: undefined }
+      return value._tag === "Failed"
+        ? { failed: Failures.errorText(value.reason) }
+        : { transient: Failures.errorText(value.reason), at: timeOf(value.at) }
+    }),
     Effect.catch((error) =>
       Effect.succeed<HandlerOutcome>(
-        Failures.isDatabaseFailure(error) ? { database: error } : { failed: Failures.errorText(error) }
+        error instanceof Handlers.Retry
+          ? { transient: Failures.errorText(error.reason), at: timeOf(error.at) }
+          : error instanceof Handlers.Failed
+          ? { failed: Failures.errorText(error.reason) }
+          : Failures.isDatabaseFailure(error)
+          ? { database: error }
+          : unknown(Failures.errorText(error))
       )
     ),
     Effect.catchDefect((defect) =>
       Effect.succeed<HandlerOutcome>(
-        Failures.isDatabaseFailure(defect) ? { database: defect } : { failed: `Defect: ${Failures.errorText(defect)}` }
+        Failures.isDatabaseFailure(defect) ? { database: defect } : unknown(`Defect: ${Failures.errorText(defect)}`)
       )
     )
   )
 }
 
+/** An earliest time as epoch milliseconds. */
+const timeOf = (at: number | Date | undefined): number | undefined => at === undefined ? undefined : Number(at)
+
+/**
+ * The outcome of a transient failure: a retry at the time the task type's policy draws (see `Retries.decide`),
+ * or a dead letter after its last attempt.
+ */
+const transientOutcome = <R>(ctx: Shared<R>, item: Queue.Item, error: string, at: number | undefined) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const u = yield* Random.next
+    const decision = Retries.decide(Handlers.retriesOf(ctx.handlers, item.taskType), item.attempts ?? 0, now, at, u)
+    return decision._tag === "Dead"
+      ? { item, error, dead: true } satisfies Queue.Outcome
+      : { item, error, retryAt: decision.atMillis } satisfies Queue.Outcome
+  })
+
 /**
  * Handles a batch's items in id order, each under the unit's heartbeat and with no connection held, until
- * the batch ends or a handler meets a database condition (that item and the rest stay for a later attempt).
+ * the batch ends, a handler meets a database condition (that item and the rest stay for a later attempt) or an
+ * item is to be retried (the rest of the unit waits for it: `waiting`, the unit is released).
  * Outcomes are recorded together after the last handler; but when a handler runs longer than the base poll
  * interval, the outcomes of the items before it are recorded while it runs (so a slow or stuck item does
  * not hold back the record of finished ones). Returns the outcomes not yet recorded, and whether a record
@@ -295,18 +337,24 @@ const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray
     )
     for (const item of batch) {
       const outcome = yield* runHandler(ctx, item, whileRunning)
-      if (lost) return { pending, complete: false, lost }
+      if (lost) return { pending, complete: false, lost, waiting: false }
       if ("database" in outcome) {
         yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
         yield* ctx.conditions.report("database failure in handler; item left for a later attempt", outcome.database, {
           item: item.id,
           unit: item.workUnitKey
         })
-        return { pending, complete: false, lost }
+        return { pending, complete: false, lost, waiting: false }
+      }
+      if ("transient" in outcome) {
+        const next = yield* transientOutcome(ctx, item, outcome.transient, outcome.at)
+        pending.push(next)
+        if (next.retryAt !== undefined) return { pending, complete: true, lost, waiting: true }
+        continue
       }
       pending.push({ item, error: outcome.failed })
     }
-    return { pending, complete: true, lost }
+    return { pending, complete: true, lost, waiting: false }
   })
 
 /**
@@ -346,15 +394,45 @@ const recordBatch = <R>(
       })
       return undefined
     }
-    const failed = outcomes.filter((outcome) => outcome.error !== undefined)
-    yield* Metric.update(DeriverMetrics.itemsProcessed, outcomes.length - failed.length)
-    if (failed.length > 0) yield* Metric.update(DeriverMetrics.itemsFailed, failed.length)
-    for (const { error, item } of failed) {
-      yield* Effect.logWarning("handler failed; item marked with its error").pipe(
-        Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error })
-      )
-    }
+    yield* recordedMetrics(ctx, unit, outcomes)
     return { ...recorded.success.recorded, next: recorded.success.claimed }
+  })
+
+/** The metrics and logs of recorded outcomes: processed, failed, retries scheduled, dead letters, attempts. */
+const recordedMetrics = <R>(ctx: Shared<R>, unit: string, outcomes: ReadonlyArray<Queue.Outcome>) =>
+  Effect.gen(function*() {
+    let processed = 0
+    let failed = 0
+    let retries = 0
+    let dead = 0
+    for (const { dead: isDead, error, item, retryAt } of outcomes) {
+      const attempt = (item.attempts ?? 0) + 1
+      if (retryAt !== undefined) {
+        retries++
+        yield* Effect.logInfo("handler failed transiently; item scheduled for a retry").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error, attempt, retryAt })
+        )
+        continue
+      }
+      yield* Metric.update(DeriverMetrics.itemAttempts, attempt)
+      if (isDead === true) {
+        dead++
+        yield* Effect.logWarning("handler failed its last attempt; item is a dead letter").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error, attempt })
+        )
+      } else if (error !== undefined) {
+        failed++
+        yield* Effect.logWarning("handler failed; item marked with its error").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, item: item.id, unit, error })
+        )
+      } else {
+        processed++
+      }
+    }
+    yield* Metric.update(DeriverMetrics.itemsProcessed, processed)
+    if (failed > 0) yield* Metric.update(DeriverMetrics.itemsFailed, failed)
+    if (retries > 0) yield* Metric.update(DeriverMetrics.retriesScheduled, retries)
+    if (dead > 0) yield* Metric.update(DeriverMetrics.deadLetters, dead)
   })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -396,7 +474,7 @@ const drainUnit = <R>(ctx: Shared<R>, claimed: Claimed, along: PollLoop.Along) =
         return { _tag: "Drained", failures } as Drained
       }
       const handled = yield* handleBatch(ctx, claim, batch.success)
-      const release = handled.complete && batch.success.length < ctx.config.batchSize
+      const release = handled.waiting || (handled.complete && batch.success.length < ctx.config.batchSize)
       const recorded = handled.lost
         ? { owned: false, marked: 0, next: [] as ReadonlyArray<Claimed> }
         : handled.pending.length === 0 && !release

@@ -175,3 +175,36 @@ export const wakesCoalesced = counter(
  * @category metrics
  */
 export const pollsWoken = counter("deriver_polls_woken_total", "Polls made because of a wake, not the schedule")
+
+/**
+ * Retries scheduled after a handler's transient failure: `deriver_retries_scheduled_total`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const retriesScheduled = counter(
+  "deriver_retries_scheduled_total",
+  "Queue items whose handler failed transiently; left unprocessed until the backoff's time"
+)
+
+/**
+ * Items that failed their last attempt: `deriver_dead_letters_total`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const deadLetters = counter(
+  "deriver_dead_letters_total",
+  "Queue items whose handler failed its last attempt (dead letters, kept for replay)"
+)
+
+/**
+ * The attempt at which an item's handling ended (processed, failed or dead): `deriver_item_attempts`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const itemAttempts = Metric.histogram("deriver_item_attempts", {
+  description: "Handler runs an item took, the last included, when it ended processed, failed or dead",
+  boundaries: [1, 2, 3, 5, 8, 13, 20, 30]
+})

@@ -3,12 +3,17 @@
  *
  * @since 0.1.0
  */
-import type { Effect } from "effect"
+import type { InvalidParameter } from "@resilience/parameters"
+import { Data, Effect, Predicate } from "effect"
 import type * as Queue from "./Queue.ts"
+import * as Retries from "./Retries.ts"
 
 /**
- * Processes one queue item. Success marks the item processed; a failure marks it with the error (unless the
- * failure is a database condition, which leaves it for a later cycle). Handlers run with no connection
+ * Processes one queue item. Success marks the item processed, unless it succeeds with a stated outcome
+ * ({@link failed}, {@link retry}); raising {@link Retry} asks for a retry, {@link Failed} marks the item with its
+ * error for good; any other failure marks it with the error (or, when the task type's policy says
+ * `unknownErrors: "retry"`, retries it), unless the failure is a database condition, which leaves it for a later
+ * cycle. A retry waits the task type's backoff (see `Retries`); after its last attempt the item is a dead letter. Handlers run with no connection
  * held, and the outcomes of a batch (`DERIVER_BATCH_SIZE` items) are recorded together after its last
  * handler, in one statement.
  *
@@ -28,7 +33,106 @@ export type Handler<R = never> = (item: Queue.Item) => Effect.Effect<unknown, un
  */
 export interface Handlers<R = never> {
   readonly byTaskType: ReadonlyMap<string, Handler<R>>
+  /**
+   * Retry policies by task type; a task type without one has `Retries.defaults`.
+   *
+   * @since 0.3.0
+   */
+  readonly retries?: ReadonlyMap<string, Retries.Settings> | undefined
 }
+
+/**
+ * A handler's transient failure, raised as its error: run the item again after the task type's backoff, or no
+ * earlier than `at` (epoch milliseconds or a `Date`: a provider's `Retry-After`).
+ *
+ * @since 0.3.0
+ */
+export class Retry extends Data.TaggedError("HandlerRetry")<{
+  readonly reason: unknown
+  readonly at?: number | Date | undefined
+}> {}
+
+/**
+ * A handler's permanent failure, raised as its error: mark the item with `reason` and never run it again (what
+ * any unstated error means unless the task type's policy retries unknown errors).
+ *
+ * @since 0.3.0
+ */
+export class Failed extends Data.TaggedError("HandlerFailed")<{ readonly reason: unknown }> {}
+
+const ResultTypeId = "~@resilience/deriver/Handlers/Result"
+
+/**
+ * An outcome a handler can return instead of raising: done, failed for good, or retry (see {@link done},
+ * {@link failed}, {@link retry}). Any other success value means done.
+ *
+ * @since 0.3.0
+ */
+export type Result =
+  | { readonly [ResultTypeId]: typeof ResultTypeId; readonly _tag: "Done" }
+  | { readonly [ResultTypeId]: typeof ResultTypeId; readonly _tag: "Failed"; readonly reason: unknown }
+  | {
+    readonly [ResultTypeId]: typeof ResultTypeId
+    readonly _tag: "Retry"
+    readonly reason: unknown
+    readonly at?: number | Date | undefined
+  }
+
+/**
+ * The item is done.
+ *
+ * @since 0.3.0
+ */
+export const done: Result = { [ResultTypeId]: ResultTypeId, _tag: "Done" }
+
+/**
+ * The item failed for good with `reason`.
+ *
+ * @since 0.3.0
+ */
+export const failed = (reason: unknown): Result => ({ [ResultTypeId]: ResultTypeId, _tag: "Failed", reason })
+
+/**
+ * Run the item again, after the backoff or no earlier than `at`.
+ *
+ * @since 0.3.0
+ */
+export const retry = (reason: unknown, at?: number | Date): Result => ({
+  [ResultTypeId]: ResultTypeId,
+  _tag: "Retry",
+  reason,
+  at
+})
+
+/**
+ * Whether a handler's success value is a stated {@link Result}.
+ *
+ * @since 0.3.0
+ */
+export const isResult = (value: unknown): value is Result => Predicate.hasProperty(value, ResultTypeId)
+
+/**
+ * A registry whose `taskType` has its own retry policy (validated; the error names the field).
+ *
+ * @since 0.3.0
+ */
+export const withRetries = <R>(
+  self: Handlers<R>,
+  taskType: string,
+  options: Retries.Options
+): Effect.Effect<Handlers<R>, InvalidParameter.InvalidParameter> =>
+  Effect.map(Retries.settings(options), (settings) => ({
+    ...self,
+    retries: new Map([...(self.retries ?? []), [taskType, settings]])
+  }))
+
+/**
+ * The retry policy of a task type.
+ *
+ * @since 0.3.0
+ */
+export const retriesOf = <R>(self: Handlers<R>, taskType: string): Retries.Settings =>
+  self.retries?.get(taskType) ?? Retries.defaults
 
 /**
  * A registry from a record of task type → handler.
@@ -52,16 +156,18 @@ export const empty: Handlers<never> = { byTaskType: new Map() }
  * @since 0.1.0
  */
 export const add = <R, R2>(self: Handlers<R>, taskType: string, handler: Handler<R2>): Handlers<R | R2> => ({
+  ...self,
   byTaskType: new Map<string, Handler<R | R2>>([...self.byTaskType, [taskType, handler]])
 })
 
 /**
- * The union of registries; later ones win on a shared task type.
+ * The union of registries (handlers and retry policies); later ones win on a shared task type.
  *
  * @since 0.1.0
  */
 export const merge = <R>(...registries: ReadonlyArray<Handlers<R>>): Handlers<R> => ({
-  byTaskType: new Map(registries.flatMap((registry) => [...registry.byTaskType]))
+  byTaskType: new Map(registries.flatMap((registry) => [...registry.byTaskType])),
+  retries: new Map(registries.flatMap((registry) => [...(registry.retries ?? [])]))
 })
 
 /**

@@ -7,7 +7,7 @@
  */
 import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/db-session"
 import { SchemaName } from "@resilience/schema"
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 
 /**
  * One item to enqueue. Items with the same `workUnitKey` are processed one at a time, in id order.
@@ -21,6 +21,13 @@ export interface NewItem {
   readonly taskType: string
   /** Any JSON value; stored as jsonb. */
   readonly payload: unknown
+  /**
+   * The earliest time the item may run (epoch milliseconds or a `Date`); default: at once. Until then its unit's
+   * later items wait too (a unit stays serial).
+   *
+   * @since 0.3.0
+   */
+  readonly runAt?: number | Date | undefined
 }
 
 /**
@@ -34,6 +41,13 @@ export interface Item {
   readonly workUnitKey: string
   readonly taskType: string
   readonly payload: unknown
+  /**
+   * How many times a handler ran on this item with its outcome recorded (0 on the first run; retries count up).
+   * Always set on items the queue returns; optional so that items built by hand (tests) need not name it.
+   *
+   * @since 0.3.0
+   */
+  readonly attempts?: number | undefined
 }
 
 /**
@@ -64,8 +78,8 @@ const tables = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
- * The names of the functions that queue migration 7 makes of {@link claimWithItemsSql} and {@link recordSql}
- * (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
+ * The names of the functions that queue migration 7 made and migration 8 replaced with {@link claimWithItemsSql}
+ * and {@link recordSql} (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
  * their text: PL/pgSQL keeps each statement's plan for the life of the server connection, so the server plans
  * them once per connection, not on every call, with no named prepared statement on the wire (PgBouncer in
  * transaction mode before 1.21 cannot carry those). The measurements are in docs/results/deriver-throughput.md.
@@ -78,7 +92,8 @@ export const functions = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
- * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size)` and
+ * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size, $4 now)` (`now` in epoch
+ * milliseconds, from the deriver's `Clock`: what "due" means) and
  * `queue_record($1 outcomes, $2 unit, $3 owner, $4 release, $5 claim id)`, each as a `FROM` item (see
  * {@link functions}).
  *
@@ -87,7 +102,7 @@ export const functions = (schema: SchemaName.SchemaName) => ({
 export const calls = (schema: SchemaName.SchemaName) => {
   const { claim, record } = functions(schema)
   return {
-    claim: `${claim}($1::integer, $2::text, $3::integer)`,
+    claim: `${claim}($1::integer, $2::text, $3::integer, $4::float8)`,
     record: `${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`
   }
 }
@@ -109,7 +124,9 @@ const forRows = <A, Row = Record<string, unknown>>(
 
 /**
  * Enqueues items in one statement on the given connection (use a transaction to enqueue atomically with
- * other writes). Returns the number of rows inserted.
+ * other writes). Returns the number of rows inserted. An item without a time of its own, enqueued into a unit
+ * whose first live item has one (a retry, a later time), takes that time: it could not run before anyway (one
+ * probe of the unit's first item, see {@link recordSql}).
  *
  * @since 0.1.0
  */
@@ -121,10 +138,21 @@ export const enqueue = (
   forRows(
     connection,
     items,
-    (item) => ({ work_unit_key: item.workUnitKey, task_type: item.taskType, payload: item.payload ?? null }),
+    (item) => ({
+      work_unit_key: item.workUnitKey,
+      task_type: item.taskType,
+      payload: item.payload ?? null,
+      run_at: item.runAt === undefined ? null : Number(item.runAt)
+    }),
     `WITH inserted AS (
-      INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload)
-      SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb)
+      INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload, run_at)
+      SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb),
+        coalesce(
+          to_timestamp((e.value ->> 'run_at')::float8 / 1000),
+          (SELECT h.run_at FROM ${tables(schema).queue} h
+           WHERE h.work_unit_key = e.value ->> 'work_unit_key' AND NOT h.processed AND h.dead_at IS NULL
+           ORDER BY h.id LIMIT 1)
+        )
       FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, n)
       ORDER BY e.n
       RETURNING 1
@@ -133,40 +161,59 @@ export const enqueue = (
   )
 
 /**
- * The claim statement: up to `$1` work units with unprocessed items that nobody owns, oldest first (by their
- * first unprocessed id), made ours by inserting ownership rows (owner `$2`) with
- * `INSERT … ON CONFLICT DO NOTHING RETURNING`; a unit that another instance claimed in the meantime is
- * skipped. One statement, hence one transaction.
+ * The claim statement: up to `$1` work units whose first live item (unprocessed, not a dead letter) is due and
+ * that nobody owns, made ours by inserting ownership rows (owner `$2`) with `INSERT … ON CONFLICT DO NOTHING
+ * RETURNING`; a unit that another instance claimed in the meantime is skipped. `$3` is now, in epoch
+ * milliseconds (the deriver's `Clock`). One statement, hence one transaction.
  *
- * It walks the unprocessed items in id order (`queue_pending_id_idx`) and keeps an item when its unit has no
- * owner and no earlier unprocessed item (a probe of `queue_unprocessed_idx`), so it stops after `$1` units:
- * its cost follows the units it skips (owned ones, later items of a unit), not the backlog (before migration 6
- * it grouped every unprocessed row by unit; the measurements are in docs/results/deriver-throughput.md).
- * It locks the first item of each unit it keeps (`FOR NO KEY UPDATE … SKIP LOCKED`) for the statement's short
- * transaction, so claims that run at the same moment (the workers of one process, or a fleet) take different
- * units at once instead of all picking the oldest, waiting for the one that inserts its ownership row first,
- * and coming back empty.
+ * Candidates come from two walks, each stopping after `$1` units: the items that never had a time
+ * (`run_at` null) in id order (`queue_ready_id_idx`), and the items whose time has come (`run_at ≤ now`) in time
+ * order (`queue_run_at_idx`); the oldest `$1` by id win. An item waiting for its retry or its time is in neither
+ * walk, nor is a dead letter (its time is `infinity`), so a claim's cost does not follow how many wait. An item
+ * is kept when its unit has no owner and no earlier live item (a probe of `queue_unprocessed_idx`): the later
+ * items of a waiting unit wait with it; a dead letter holds nothing back. Its cost follows the units it skips
+ * (owned or waiting ones' later items), not the backlog (the measurements are in docs/results/deriver-throughput.md
+ * and docs/results/handler-retries.md). It locks the first item of each unit it keeps (`FOR NO KEY UPDATE …
+ * SKIP LOCKED`) for the statement's short transaction, so claims that run at the same moment (the workers of one
+ * process, or a fleet) take different units at once instead of all picking the oldest.
  *
  * @since 0.1.0
  */
 export const claimSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema)}
+  `${claimCtes(schema, "$3")}
 SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
 
+/** `now` (epoch milliseconds, an SQL expression) as a timestamptz. */
+const at = (nowMillis: string) => `to_timestamp(${nowMillis}::float8 / 1000)`
+
 /** The candidates and the ownership rows inserted for them: the part every claim statement shares. */
-const claimCtes = (schema: SchemaName.SchemaName): string => {
+const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string): string => {
   const { queue, sessions } = tables(schema)
-  return `WITH candidates AS MATERIALIZED (
+  // Scalar subqueries, not NOT EXISTS: the server turns NOT EXISTS into an anti join, and the generic plan the
+  // function keeps (which cannot know `LIMIT $1`) may then hash the whole backlog; a subquery is a probe per item.
+  const free = `(SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key) IS NULL
+    AND (
+      SELECT 1 FROM ${queue} e
+      WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL AND e.id < q.id LIMIT 1
+    ) IS NULL`
+  return `WITH ready AS MATERIALIZED (
   SELECT q.work_unit_key, q.id AS first_id
   FROM ${queue} q
-  WHERE NOT q.processed
-    AND NOT EXISTS (SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key)
-    AND NOT EXISTS (
-      SELECT 1 FROM ${queue} e WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.id < q.id
-    )
+  WHERE NOT q.processed AND q.run_at IS NULL
+    AND ${free}
   ORDER BY q.id
   LIMIT $1
   FOR NO KEY UPDATE OF q SKIP LOCKED
+), due AS MATERIALIZED (
+  SELECT q.work_unit_key, q.id AS first_id
+  FROM ${queue} q
+  WHERE NOT q.processed AND q.run_at <= ${at(nowMillis)}
+    AND ${free}
+  ORDER BY q.run_at, q.id
+  LIMIT $1
+  FOR NO KEY UPDATE OF q SKIP LOCKED
+), candidates AS MATERIALIZED (
+  SELECT work_unit_key, first_id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) u ORDER BY first_id LIMIT $1
 ), claimed AS (
   INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
   SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id
@@ -176,26 +223,38 @@ const claimCtes = (schema: SchemaName.SchemaName): string => {
 }
 
 /**
- * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` unprocessed
- * items in id order (as JSON text): the claim and the first read of each unit in one round trip. Fenced by
- * construction: the items are read by the statement that made the claim. Queue migration 7 installs it as the
- * function `queue_claim` ({@link functions}), which {@link claimWithItems} calls: a change to it needs a new
- * migration that replaces the function.
+ * A unit's next live items in id order, at most `limit` (SQL expressions), up to (not including) the first that
+ * is not yet due at `nowMillis`: a unit is handled in order, so an item waiting for its time holds back the rest.
+ */
+const unitItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string, nowMillis: string) =>
+  `SELECT w.id, w.task_type, w.payload, w.attempts FROM (
+     SELECT b.*, bool_or(b.run_at > ${at(nowMillis)}) OVER (ORDER BY b.id) AS held FROM (
+       SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${tables(schema).queue} q
+       WHERE q.work_unit_key = ${unit} AND NOT q.processed AND q.dead_at IS NULL ORDER BY q.id LIMIT ${limit}
+     ) b
+   ) w WHERE w.held IS NOT TRUE`
+
+/**
+ * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` due items in id
+ * order (as JSON text, see {@link nextItems}), with `$4` now: the claim and the first read of each unit in one
+ * round trip. Fenced by construction: the items are read by the statement that made the claim. Queue migration 8
+ * installs it as the function `queue_claim` ({@link functions}), which {@link claimWithItems} calls: a change to
+ * it needs a new migration that replaces the function.
  *
  * @since 0.2.0
  */
 export const claimWithItemsSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema)}
+  `${claimCtes(schema, "$4")}
 SELECT c.work_unit_key, claimed.id::text AS id,
-  (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload)
+  (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload,
+                                              'attempts', i.attempts)
                             ORDER BY i.id), '[]')::text
-   FROM (SELECT q.id, q.task_type, q.payload FROM ${tables(schema).queue} q
-         WHERE q.work_unit_key = c.work_unit_key AND NOT q.processed ORDER BY q.id LIMIT $3) i) AS items
+   FROM (${unitItemsSql(schema, "c.work_unit_key", "$3", "$4")}) i) AS items
 FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
 
 /**
- * Claims up to `limit` work units for `owner` with the first `batchSize` items of each (see
- * {@link claimWithItemsSql}), oldest first.
+ * Claims up to `limit` work units for `owner` with the first `batchSize` due items of each (see
+ * {@link claimWithItemsSql}), oldest first; "due" by the `Clock`.
  *
  * @since 0.2.0
  */
@@ -208,13 +267,14 @@ export const claimWithItems = (
 ): Effect.Effect<ReadonlyArray<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }>, QueryError> =>
   limit <= 0
     ? Effect.succeed([])
-    : Effect.map(
-      connection.query<{ work_unit_key: string; id: string; items: string }>(
-        `SELECT work_unit_key, id, items FROM ${calls(schema).claim}`,
-        [limit, owner, batchSize]
-      ),
-      (rows) => rows.map((row) => claimedOf(row, owner))
-    )
+    : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.map(
+        connection.query<{ work_unit_key: string; id: string; items: string }>(
+          `SELECT work_unit_key, id, items FROM ${calls(schema).claim}`,
+          [limit, owner, batchSize, now]
+        ),
+        (rows) => rows.map((row) => claimedOf(row, owner))
+      ))
 
 /** A claimed unit with its first batch, from a row of {@link claimWithItemsSql} (items as JSON text). */
 const claimedOf = (
@@ -222,13 +282,19 @@ const claimedOf = (
   owner: string
 ): { readonly claim: Claim; readonly items: ReadonlyArray<Item> } => ({
   claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
-  items: (JSON.parse(row.items) as ReadonlyArray<{ id: string; task_type: string; payload: unknown }>).map((
-    item
-  ) => ({ id: item.id, workUnitKey: row.work_unit_key, taskType: item.task_type, payload: item.payload }))
+  items: (JSON.parse(row.items) as ReadonlyArray<{ id: string; task_type: string; payload: unknown; attempts: number }>)
+    .map((item) => ({
+      id: item.id,
+      workUnitKey: row.work_unit_key,
+      taskType: item.task_type,
+      payload: item.payload,
+      attempts: item.attempts
+    }))
 })
 
 /**
- * Claims up to `limit` work units for `owner` (see {@link claimSql}); returns the {@link Claim}s, oldest first.
+ * Claims up to `limit` work units for `owner` (see {@link claimSql}; "due" by the `Clock`); returns the
+ * {@link Claim}s, oldest first.
  *
  * @since 0.1.0
  */
@@ -240,10 +306,11 @@ export const claim = (
 ): Effect.Effect<ReadonlyArray<Claim>, QueryError> =>
   limit <= 0
     ? Effect.succeed([])
-    : Effect.map(
-      connection.query<{ work_unit_key: string; id: string }>(claimSql(schema), [limit, owner]),
-      (rows) => rows.map((row) => ({ workUnitKey: row.work_unit_key, owner, id: row.id }))
-    )
+    : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.map(
+        connection.query<{ work_unit_key: string; id: string }>(claimSql(schema), [limit, owner, now]),
+        (rows) => rows.map((row) => ({ workUnitKey: row.work_unit_key, owner, id: row.id }))
+      ))
 
 /**
  * The stale cleanup statement: deletes ownership rows whose heartbeat is older than `$1` seconds, skipping
@@ -276,8 +343,9 @@ export const cleanupStale = (
   )
 
 /**
- * The next unprocessed items of a claimed unit, in id order (at most `limit`); none once the claim is no
- * longer this worker's (fenced in the same statement).
+ * The next items of a claimed unit in id order (at most `limit`), skipping dead letters and stopping before the
+ * first item that is not yet due by the `Clock` (its retry or its time is later: the rest of the unit waits with
+ * it); none once the claim is no longer this worker's (fenced in the same statement).
  *
  * @since 0.1.0
  */
@@ -287,33 +355,53 @@ export const nextItems = (
   claim: Claim,
   limit: number
 ): Effect.Effect<ReadonlyArray<Item>, QueryError> =>
-  Effect.map(
-    connection.query<{ id: string; task_type: string; payload: string }>(
-      `SELECT q.id::text AS id, q.task_type, q.payload::text AS payload FROM ${tables(schema).queue} q
-       WHERE q.work_unit_key = $1 AND NOT q.processed
-         AND EXISTS (SELECT 1 FROM ${tables(schema).sessions} s
-                     WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
-       ORDER BY q.id LIMIT $2`,
-      [claim.workUnitKey, limit, claim.owner, claim.id]
-    ),
-    (rows) =>
-      rows.map((row) => ({
-        id: row.id,
-        workUnitKey: claim.workUnitKey,
-        taskType: row.task_type,
-        // jsonb::text is always valid JSON.
-        payload: JSON.parse(row.payload) as unknown
-      }))
-  )
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.map(
+      connection.query<{ id: string; task_type: string; payload: string; attempts: number }>(
+        `SELECT i.id::text AS id, i.task_type, i.payload::text AS payload, i.attempts
+         FROM (${unitItemsSql(schema, "$1", "$2", "$5")}) i
+         WHERE EXISTS (SELECT 1 FROM ${tables(schema).sessions} s
+                       WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
+         ORDER BY i.id`,
+        [claim.workUnitKey, limit, claim.owner, claim.id, now]
+      ),
+      (rows) => rows.map((row) => itemOf(row, claim.workUnitKey))
+    ))
+
+/** An item from a row with its payload as jsonb text (always valid JSON). */
+const itemOf = (
+  row: { readonly id: string; readonly task_type: string; readonly payload: string; readonly attempts: number },
+  workUnitKey: string
+): Item => ({
+  id: row.id,
+  workUnitKey,
+  taskType: row.task_type,
+  payload: JSON.parse(row.payload) as unknown,
+  attempts: row.attempts
+})
 
 /**
- * The outcome of one handled item: processed (`error` undefined) or marked with its error.
+ * The outcome of one handled item: processed (`error` undefined), or marked with its error (failed for good);
+ * with `retryAt`, left unprocessed with its error until that time (epoch milliseconds); with `dead`, a dead
+ * letter (left unprocessed, never claimed, its unit's later items go on; see {@link replay}).
  *
  * @since 0.2.0
  */
 export interface Outcome {
   readonly item: Item
   readonly error: string | undefined
+  /**
+   * Run the item again no earlier than this (epoch milliseconds); its unit waits with it.
+   *
+   * @since 0.3.0
+   */
+  readonly retryAt?: number | undefined
+  /**
+   * The item ran out of attempts: a dead letter.
+   *
+   * @since 0.3.0
+   */
+  readonly dead?: boolean | undefined
 }
 
 /**
@@ -327,22 +415,37 @@ export interface Recorded {
   readonly marked: number
 }
 
-/** The outcomes as the record statement's `$1`: a JSON array of `{ id, error }`. */
+/** The outcomes as the record statement's `$1`: a JSON array of `{ id, error, retry_at, dead }`. */
 const outcomesJson = (outcomes: ReadonlyArray<Outcome>): string =>
-  JSON.stringify(outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null })))
+  JSON.stringify(outcomes.map(({ dead, error, item, retryAt }) => ({
+    id: item.id,
+    error: error ?? null,
+    retry_at: retryAt ?? null,
+    dead: dead === true
+  })))
 
 /**
- * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error }`), `$2` the unit,
- * `$3` the owner, `$4` release (else heartbeat), `$5` the claim id. Queue migration 7 installs it as the
- * function `queue_record` ({@link functions}), which {@link record} calls: a change to it needs a new migration
- * that replaces the function.
+ * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error, retry_at, dead }`;
+ * an outcome of only `{ id, error }`, as a previous release sends, is processed or failed as before), `$2` the
+ * unit, `$3` the owner, `$4` release (else heartbeat), `$5` the claim id. Every outcome counts one attempt and
+ * keeps its error as the item's `last_error`; a retry sets the item's `run_at`, a dead letter sets `dead_at`
+ * and the time `infinity`; both leave it unprocessed. A retry also moves the unit's later items to its time
+ * (those with no time or an earlier one): they could not run before it anyway, and so they leave the claim's
+ * walk of untimed items (a waiting unit costs the claim nothing, however long its backlog) for the walk of
+ * timed ones, which reaches them when they are due. Queue migration 8 installs it as the function
+ * `queue_record` ({@link functions}), which {@link record} calls: a change to it needs a new migration that
+ * replaces the function.
  *
  * @since 0.2.0
  */
 export const recordSql = (schema: SchemaName.SchemaName): string => {
   const { queue, sessions } = tables(schema)
   return `WITH outcome AS (
-        SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error FROM jsonb_array_elements($1::jsonb) AS o
+        SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error,
+               to_timestamp((o ->> 'retry_at')::float8 / 1000) AS retry_at,
+               coalesce((o ->> 'dead')::boolean, false) AS dead,
+               o ->> 'retry_at' IS NULL AND NOT coalesce((o ->> 'dead')::boolean, false) AS done
+        FROM jsonb_array_elements($1::jsonb) AS o
       ), beat AS (
         UPDATE ${sessions} SET last_updated = now()
         WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND NOT $4::boolean RETURNING 1
@@ -351,19 +454,35 @@ export const recordSql = (schema: SchemaName.SchemaName): string => {
         WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
       ), marked AS (
         UPDATE ${queue} q
-        SET processed = true, error = outcome.error, processed_by = $3, processed_claim = $5::bigint,
-            processed_at = clock_timestamp()
+        SET processed = outcome.done,
+            error = CASE WHEN outcome.done THEN outcome.error END,
+            attempts = q.attempts + 1,
+            last_error = coalesce(outcome.error, q.last_error),
+            run_at = CASE WHEN outcome.dead THEN 'infinity'::timestamptz ELSE coalesce(outcome.retry_at, q.run_at) END,
+            dead_at = CASE WHEN outcome.dead THEN clock_timestamp() END,
+            processed_by = CASE WHEN outcome.done THEN $3 END,
+            processed_claim = CASE WHEN outcome.done THEN $5::bigint END,
+            processed_at = CASE WHEN outcome.done THEN clock_timestamp() END
         FROM outcome
-        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed
+        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
           AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
         RETURNING q.id
+      ), retried AS (
+        SELECT min(id) AS id, max(retry_at) AS retry_at FROM outcome WHERE retry_at IS NOT NULL
+      ), held AS (
+        UPDATE ${queue} q SET run_at = retried.retry_at
+        FROM retried
+        WHERE retried.id IS NOT NULL AND q.work_unit_key = $2 AND q.id > retried.id AND NOT q.processed
+          AND q.dead_at IS NULL AND (q.run_at IS NULL OR q.run_at < retried.retry_at)
+          AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
+        RETURNING 1
       ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
                (SELECT count(*) FROM marked)::int AS marked`
 }
 
 /**
  * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
- * error, if any), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
+ * error, if any), due again later (a retry) or dead (see {@link Outcome}), and either bumps the unit's heartbeat or, with `release`, deletes the ownership row (the
  * unit looked drained), all only while the claim holds (owner and id, in the same statement): a worker that
  * lost its unit marks nothing. Each marked item keeps the owner, the claim id and the time of its mark
  * (`processed_by`, `processed_claim`, `processed_at`). Rows of other claims are never touched. An item handled but not yet recorded
@@ -394,7 +513,8 @@ export const record = (
 
 /**
  * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link recordSql}, then, only
- * when the claim still held, `queue_claim` of up to `$6` units for the same owner with `$7` items each. Each
+ * when the claim still held, `queue_claim` of up to `$6` units for the same owner with `$7` items each, due at
+ * `$8` (now, epoch milliseconds). Each
  * function's statement runs on a snapshot of its own, so the claim sees the record's release. One row per
  * claimed unit, or one row with no unit.
  *
@@ -404,7 +524,7 @@ export const recordAndClaimSql = (schema: SchemaName.SchemaName): string => {
   const { claim } = functions(schema)
   return `SELECT r.owned, r.marked, c.work_unit_key, c.id, c.items
 FROM ${calls(schema).record} r
-LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer) c ON true`
+LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer, $8::float8) c ON true`
 }
 
 /**
@@ -429,27 +549,29 @@ export const recordAndClaim = (
   },
   QueryError
 > =>
-  Effect.map(
-    connection.query<
-      { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
-    >(recordAndClaimSql(schema), [
-      outcomesJson(outcomes),
-      claim.workUnitKey,
-      claim.owner,
-      release,
-      claim.id,
-      limit,
-      batchSize
-    ]),
-    (rows) => ({
-      recorded: { owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 },
-      claimed: rows.flatMap(({ id, items, work_unit_key }) =>
-        work_unit_key === null || id === null || items === null
-          ? []
-          : [claimedOf({ work_unit_key, id, items }, claim.owner)]
-      )
-    })
-  )
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.map(
+      connection.query<
+        { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
+      >(recordAndClaimSql(schema), [
+        outcomesJson(outcomes),
+        claim.workUnitKey,
+        claim.owner,
+        release,
+        claim.id,
+        limit,
+        batchSize,
+        now
+      ]),
+      (rows) => ({
+        recorded: { owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 },
+        claimed: rows.flatMap(({ id, items, work_unit_key }) =>
+          work_unit_key === null || id === null || items === null
+            ? []
+            : [claimedOf({ work_unit_key, id, items }, claim.owner)]
+        )
+      })
+    ))
 
 /**
  * Marks one item processed (with `error` when its handler failed) and bumps the unit's heartbeat: a
@@ -543,6 +665,131 @@ export const pruneHistory = (
          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
        ) RETURNING 1`,
       [olderThanSeconds, limit]
+    ),
+    (rows) => rows.length
+  )
+}
+
+/**
+ * A dead letter: an item whose handler ran out of attempts. It stays unprocessed and is never claimed (its
+ * unit's later items go on) until it is {@link replay}ed.
+ *
+ * @since 0.3.0
+ */
+export interface DeadLetter {
+  readonly id: string
+  readonly workUnitKey: string
+  readonly taskType: string
+  readonly payload: unknown
+  readonly attempts: number
+  /** The error of its last attempt. */
+  readonly lastError: string | null
+  /** When it died (epoch milliseconds). */
+  readonly deadAt: number
+}
+
+/**
+ * Which dead letters a listing or a replay means: one item, a unit's, a task type's, or all.
+ *
+ * @since 0.3.0
+ */
+export type DeadLetterSelector =
+  | { readonly _tag: "Item"; readonly id: string }
+  | { readonly _tag: "Unit"; readonly workUnitKey: string }
+  | { readonly _tag: "TaskType"; readonly taskType: string }
+  | { readonly _tag: "All" }
+
+/** The selector as a condition on `q` with its parameter in `$n`. */
+const selects = (selector: DeadLetterSelector, n: number): { readonly where: string; readonly value: unknown } => {
+  switch (selector._tag) {
+    case "Item":
+      return { where: `q.id = $${n}::bigint`, value: selector.id }
+    case "Unit":
+      return { where: `q.work_unit_key = $${n}::text`, value: selector.workUnitKey }
+    case "TaskType":
+      return { where: `q.task_type = $${n}::text`, value: selector.taskType }
+    case "All":
+      return { where: `$${n}::text IS NULL`, value: null }
+  }
+}
+
+/**
+ * Lists up to `limit` dead letters that `selector` names, oldest first (through the partial index
+ * `queue_dead_idx`).
+ *
+ * @since 0.3.0
+ */
+export const deadLetters = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  selector: DeadLetterSelector,
+  limit: number
+): Effect.Effect<ReadonlyArray<DeadLetter>, QueryError> => {
+  const { value, where } = selects(selector, 1)
+  return Effect.map(
+    connection.query<
+      {
+        id: string
+        work_unit_key: string
+        task_type: string
+        payload: string
+        attempts: number
+        last_error: string | null
+        dead_at: number
+      }
+    >(
+      `SELECT q.id::text AS id, q.work_unit_key, q.task_type, q.payload::text AS payload, q.attempts, q.last_error,
+              (extract(epoch FROM q.dead_at) * 1000)::float8 AS dead_at
+       FROM ${tables(schema).queue} q
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where}
+       ORDER BY q.id LIMIT $2`,
+      [value, limit]
+    ),
+    (rows) =>
+      rows.map((row) => ({
+        ...itemOf(row, row.work_unit_key),
+        attempts: row.attempts,
+        lastError: row.last_error,
+        deadAt: row.dead_at
+      }))
+  )
+}
+
+/**
+ * Dead letters by task type (for the queue status and metrics).
+ *
+ * @since 0.3.0
+ */
+export const deadLetterCounts = (
+  connection: Connection,
+  schema: SchemaName.SchemaName
+): Effect.Effect<ReadonlyMap<string, number>, QueryError> =>
+  Effect.map(
+    connection.query<{ task_type: string; n: number }>(
+      `SELECT q.task_type, count(*)::int AS n FROM ${tables(schema).queue} q
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed GROUP BY 1 ORDER BY 1`
+    ),
+    (rows) => new Map(rows.map((row) => [row.task_type, row.n]))
+  )
+
+/**
+ * Replays the dead letters that `selector` names: back to pending, due at once, attempts reset (the last error
+ * stays until the next attempt). Returns how many. A replayed item runs again in its unit's order: before its
+ * unit's live items with later ids, after the ones that went on while it was dead.
+ *
+ * @since 0.3.0
+ */
+export const replay = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  selector: DeadLetterSelector
+): Effect.Effect<number, QueryError> => {
+  const { value, where } = selects(selector, 1)
+  return Effect.map(
+    connection.query(
+      `UPDATE ${tables(schema).queue} q SET dead_at = NULL, run_at = NULL, attempts = 0
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where} RETURNING 1`,
+      [value]
     ),
     (rows) => rows.length
   )

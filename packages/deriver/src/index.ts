@@ -89,3 +89,17 @@ export * as QueueSchema from "./QueueSchema.ts"
  * @since 0.1.0
  */
 export * as Scheduling from "./Scheduling.ts"
+
+/**
+ * Retry policies of handlers' transient failures (pure; on `@resilience/jitter`'s full jitter).
+ *
+ * @since 0.3.0
+ */
+export * as Retries from "./Retries.ts"
+
+/**
+ * Dead letters: list, count, replay, and the operator's command line.
+ *
+ * @since 0.3.0
+ */
+export * as DeadLetters from "./DeadLetters.ts"

@@ -32,15 +32,20 @@ const keys = (claims: ReadonlyArray<Queue.Claim>) => claims.map((claim) => claim
 
 /** A node of `EXPLAIN (ANALYZE, FORMAT JSON)`'s plan tree. */
 interface PlanNode {
+  readonly "Node Type"?: string
+  readonly "Relation Name"?: string
   readonly "Index Name"?: string
   readonly "Actual Rows": number
+  readonly "Rows Removed by Filter"?: number
   readonly "Actual Loops": number
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
-/** The rows the scans of `index` returned in a plan, over all their loops. */
+/** The rows the scans of `index` read in a plan (kept or removed by their filter), over all their loops. */
 const rowsOf = (plan: PlanNode, index: string): number =>
-  (plan["Index Name"] === index ? plan["Actual Rows"] * plan["Actual Loops"] : 0) +
+  (plan["Index Name"] === index
+    ? (plan["Actual Rows"] + (plan["Rows Removed by Filter"] ?? 0)) * plan["Actual Loops"]
+    : 0) +
   (plan.Plans ?? []).reduce((sum, child) => sum + rowsOf(child, index), 0)
 
 layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
@@ -190,10 +195,11 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       yield* db.query(`ANALYZE ${queue}`)
       const plan = yield* db.query<{ "QUERY PLAN": string }>(
         `EXPLAIN (COSTS OFF) ${Queue.claimSql(schema)}`,
-        [4, "explain"]
+        [4, "explain", Date.now()]
       )
       const text = plan.map((row) => row["QUERY PLAN"]).join("\n")
-      assert.include(text, "queue_pending_id_idx", text)
+      assert.include(text, "queue_ready_id_idx", text)
+      assert.include(text, "queue_run_at_idx", text)
       assert.notInclude(text, `Seq Scan on queue`, text)
     }))
 
@@ -213,24 +219,26 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
             yield* connection.query("BEGIN")
             const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
               `EXPLAIN (ANALYZE, FORMAT JSON) ${Queue.claimSql(schema)}`,
-              [limit, "me"]
+              [limit, "me", Date.now()]
             )
             yield* connection.query("ROLLBACK")
             return rows[0]!["QUERY PLAN"][0]!.Plan
           })
         )
       // The plan `queue_claim` keeps for the life of a connection: the generic plan of the statement with items
-      // (the function forces it: `plan_cache_mode = force_generic_plan`). It walks the same rows.
+      // (the function forces it: `plan_cache_mode = force_generic_plan`, with `enable_sort = off`). It walks the
+      // same rows.
       const explainGeneric = (limit: number) =>
         db.withConnection((connection) =>
           Effect.gen(function*() {
             yield* connection.query("BEGIN")
             yield* connection.query("SET LOCAL plan_cache_mode = force_generic_plan")
+            yield* connection.query("SET LOCAL enable_sort = off")
             yield* connection.query(
-              `PREPARE generic_claim (integer, text, integer) AS ${Queue.claimWithItemsSql(schema)}`
+              `PREPARE generic_claim (integer, text, integer, float8) AS ${Queue.claimWithItemsSql(schema)}`
             )
             const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
-              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20)`
+              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20, ${Date.now()})`
             )
             yield* connection.query("ROLLBACK")
             yield* connection.query("DEALLOCATE generic_claim")
@@ -239,14 +247,14 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         )
       // The walk in id order reads the 100 items of the owned units, then x's 3, y's first (x and y are
       // taken; y's later items are never reached): 104 rows, whatever the backlog behind them.
-      const walked = (plan: PlanNode) => rowsOf(plan, "queue_pending_id_idx")
+      const walked = (plan: PlanNode) => rowsOf(plan, "queue_ready_id_idx")
       assert.strictEqual(walked(yield* explain(2)), 104)
       assert.strictEqual(walked(yield* explainGeneric(2)), 104)
       const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
-        `SELECT proconfig FROM pg_proc WHERE oid = $1::regproc`,
-        [Queue.functions(schema).claim]
+        `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
+        [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
       )
-      assert.deepStrictEqual(config[0]?.proconfig, ["plan_cache_mode=force_generic_plan"])
+      assert.deepStrictEqual(config[0]?.proconfig, ["plan_cache_mode=force_generic_plan", "enable_sort=off"])
       // Two more units: y's 2 later items are skipped, then 2 backlog units.
       assert.strictEqual(walked(yield* explain(4)), 108)
       assert.strictEqual(walked(yield* explainGeneric(4)), 108)
@@ -292,6 +300,109 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       )
       assert.deepStrictEqual(first.map(({ claim }) => claim.workUnitKey), ["a"])
       assert.deepStrictEqual(second.map(({ claim }) => claim.workUnitKey), ["b"])
+    }))
+
+  it.effect("before any ANALYZE, the function's plan still walks the backlog in order and stops: 5,000 pending, 1 read", () =>
+    Effect.gen(function*() {
+      const { db, on, schema } = yield* freshQueue
+      yield* on(Queue.enqueue, Array.from({ length: 5000 }, (_, i) => items(`u${i}`, 1)[0]!))
+      const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
+        `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
+        [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
+      )
+      const plan = yield* db.withConnection((connection) =>
+        Effect.gen(function*() {
+          yield* connection.query("BEGIN")
+          // the function's own settings, as it plans its statement
+          for (const setting of config[0]!.proconfig) {
+            const [name, value] = setting.split("=")
+            yield* connection.query(`SET LOCAL ${name} = ${value}`)
+          }
+          yield* connection.query(
+            `PREPARE fresh_claim (integer, text, integer, float8) AS ${Queue.claimWithItemsSql(schema)}`
+          )
+          const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
+            `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fresh_claim (1, 'me', 20, ${Date.now()})`
+          )
+          yield* connection.query("ROLLBACK")
+          yield* connection.query("DEALLOCATE fresh_claim")
+          return rows[0]!["QUERY PLAN"][0]!.Plan
+        })
+      )
+      // Without enable_sort = off this plan was a bitmap scan of all 5,000 and a sort (9 ms a claim).
+      assert.strictEqual(rowsOf(plan, "queue_ready_id_idx"), 1)
+    }))
+
+  it.effect("units waiting for their time cost the claim nothing: 20,000 of them, older, with later items, are walked by neither index", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, schema } = yield* freshQueue
+      // as a retry leaves them: each waiting unit's first item and its later one at the retry's time
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type, attempts, run_at)
+         SELECT 'waiting-' || (g % 20000), 't', CASE WHEN g <= 20000 THEN 1 ELSE 0 END, now() + interval '1 hour'
+         FROM generate_series(1, 40000) g`
+      )
+      yield* on(Queue.enqueue, [...items("fresh-a", 1), ...items("fresh-b", 1), ...items("fresh-c", 1)])
+      yield* db.query(`ANALYZE ${queue}`)
+      const plan = yield* db.withConnection((connection) =>
+        Effect.gen(function*() {
+          yield* connection.query("BEGIN")
+          const result = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
+            `EXPLAIN (ANALYZE, FORMAT JSON) ${Queue.claimSql(schema)}`,
+            [2, "me", Date.now()]
+          )
+          yield* connection.query("ROLLBACK")
+          return result[0]!["QUERY PLAN"][0]!.Plan
+        })
+      )
+      assert.strictEqual(rowsOf(plan, "queue_ready_id_idx"), 2)
+      assert.strictEqual(rowsOf(plan, "queue_run_at_idx"), 0)
+      // and the timed walk is an index scan of queue_run_at_idx, not a scan of the table
+      const scans = (node: PlanNode): ReadonlyArray<string> => [
+        ...(node["Relation Name"] === "queue" ? [`${node["Node Type"]} ${node["Index Name"] ?? ""}`] : []),
+        ...(node.Plans ?? []).flatMap(scans)
+      ]
+      assert.include(scans(plan), "Index Scan queue_run_at_idx")
+      assert.notInclude(scans(plan).join(), "Seq Scan")
+      assert.deepStrictEqual(keys(yield* on(Queue.claim, 2, "me")), ["fresh-a", "fresh-b"])
+    }))
+
+  it.effect("a retry holds its unit: released, its later items (and new ones) take its time, not claimable before it; fenced", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, sessions } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("w", 2), ...items("x", 1)])
+      const [w] = yield* on(Queue.claimWithItems, 1, "me", 10)
+      assert.deepStrictEqual(w!.items.map((i) => [i.id, i.attempts]), [["1", 0], ["2", 0]])
+      const retryAt = Date.now() + 3_600_000
+      const recorded = yield* on(Queue.record, w!.claim, [{ item: w!.items[0]!, error: "503", retryAt }], true)
+      assert.deepStrictEqual(recorded, { owned: true, marked: 1 })
+      yield* on(Queue.enqueue, items("w", 1))
+      const rows = yield* db.query<{ id: string; attempts: number; last_error: string | null; run_at: number }>(
+        `SELECT id::text, attempts, last_error, (extract(epoch FROM run_at) * 1000)::float8 AS run_at
+         FROM ${queue} WHERE work_unit_key = 'w' ORDER BY id`
+      )
+      // the retried item, its later item and the one enqueued after: all at the retry's time
+      assert.deepStrictEqual(rows.map((r) => [r.id, r.attempts, r.last_error, Math.round(r.run_at)]), [
+        ["1", 1, "503", retryAt],
+        ["2", 0, null, retryAt],
+        ["4", 0, null, retryAt]
+      ])
+      // The claim takes x only: w waits.
+      const [x] = yield* on(Queue.claimWithItems, 10, "me", 10)
+      assert.strictEqual(x!.claim.workUnitKey, "x")
+      assert.deepStrictEqual(yield* on(Queue.claimWithItems, 10, "me", 10), [])
+      // Fencing: x's claim taken over; its retry changes nothing.
+      yield* db.query(`DELETE FROM ${sessions} WHERE work_unit_key = 'x'`)
+      const lost = yield* on(Queue.record, x!.claim, [{ item: x!.items[0]!, error: "503", retryAt }], true)
+      assert.deepStrictEqual(lost, { owned: false, marked: 0 })
+      assert.strictEqual(
+        yield* count(`SELECT count(*) FROM ${queue} WHERE work_unit_key = 'x' AND run_at IS NULL AND attempts = 0`),
+        1
+      )
+      // Its time come (moved to the past here), w is claimed again from its first item, with the rest.
+      yield* db.query(`UPDATE ${queue} SET run_at = now() - interval '1 second' WHERE work_unit_key = 'w'`)
+      const [again] = yield* on(Queue.claimWithItems, 10, "me", 10)
+      assert.deepStrictEqual(again!.items.map((i) => [i.id, i.attempts]), [["1", 1], ["2", 0], ["4", 0]])
     }))
 
   it.effect("a record that releases its unit claims the next ones in the same statement; a lost claim claims none", () =>
@@ -342,17 +453,26 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
     }))
 })
 
-describe("queue migration 7", () => {
-  // The functions `queue_claim` and `queue_record` hold the statements as they were when migration 7 ran: a
+describe("queue migrations 7 and 8", () => {
+  // The functions `queue_claim` and `queue_record` hold the statements as they were when migration 8 ran: a
   // database migrated earlier keeps running those. So a change to either statement must come with a migration
   // that replaces its function; then update the fingerprint here. (A fresh database would hide the drift.)
+  const fingerprint = (sql: string) => createHash("sha256").update(sql).digest("hex").slice(0, 16)
+  const schema = SchemaName.makeUnsafe("tenant")
   it("installed the statements Queue documents; a change to them needs a migration that replaces the functions", () => {
-    const fingerprint = (sql: string) => createHash("sha256").update(sql).digest("hex").slice(0, 16)
-    const schema = SchemaName.makeUnsafe("tenant")
     assert.deepStrictEqual(
       { claim: fingerprint(Queue.claimWithItemsSql(schema)), record: fingerprint(Queue.recordSql(schema)) },
-      { claim: "d23efd89ec004088", record: "61fdcd069daec1b4" }
+      { claim: "9b04a197f3b12ec8", record: "2e33b07a8f71e736" }
     )
+  })
+  // A released migration never changes: migration 7 still creates the functions of release 0.2.0 (their
+  // statements' fingerprints were d23efd89ec004088 and 61fdcd069daec1b4), whatever Queue says now.
+  it("migration 7 installs what it installed when it was released", () => {
+    const [claim, record] = QueueSchema.migrations.find((m) => m.version === 7)!.up(schema)
+    assert.deepStrictEqual({ claim: fingerprint(claim!), record: fingerprint(record!) }, {
+      claim: "73ab00f30979228c",
+      record: "b5d2919ade42db3c"
+    })
   })
 })
 

@@ -35,8 +35,21 @@ export type Appended = Model.Appended
 export const representationTask = "representation"
 
 /**
+ * Options of an append.
+ *
+ * @since 0.3.0
+ */
+export interface AppendOptions {
+  /**
+   * The earliest time the append's representation tasks run (epoch milliseconds or a `Date`); default: at once.
+   * An earlier task of the same peer still folds whatever is committed when it runs.
+   */
+  readonly deriveAt?: number | Date | undefined
+}
+
+/**
  * Stores messages of a session (creating the session on first use) and enqueues one `representation` task per
- * distinct peer, on the caller's connection (inside its transaction). The workspace must exist (the API checks
+ * distinct peer (to run no earlier than `options.deriveAt`), on the caller's connection (inside its transaction). The workspace must exist (the API checks
  * its token first); otherwise the foreign key fails the statement (`QueryFailed` 23503).
  *
  * @since 0.1.0
@@ -46,7 +59,8 @@ export const store = (
   schema: SchemaName.SchemaName,
   workspace: string,
   session: string,
-  messages: ReadonlyArray<NewMessage>
+  messages: ReadonlyArray<NewMessage>,
+  options: AppendOptions = {}
 ): Effect.Effect<Appended, DbError> =>
   Effect.gen(function*() {
     yield* connection.query(
@@ -61,7 +75,8 @@ export const store = (
       peers.map((peer) => ({
         workUnitKey: Names.representationUnit(workspace, session, peer),
         taskType: representationTask,
-        payload: { workspace, session, peer }
+        payload: { workspace, session, peer },
+        runAt: options.deriveAt
       }))
     )
     // Each peer's counter row is bumped by its message count (rows locked in peer order, so two appends of
@@ -99,12 +114,13 @@ export const append = (
   schema: SchemaName.SchemaName,
   workspace: string,
   session: string,
-  messages: ReadonlyArray<NewMessage>
+  messages: ReadonlyArray<NewMessage>,
+  options: AppendOptions = {}
 ): Effect.Effect<Appended, DbError, DbSession> =>
   Effect.gen(function*() {
     if (messages.length === 0) return { stored: 0, enqueued: 0 }
     const db = yield* DbSession
-    return yield* db.transaction((connection) => store(connection, schema, workspace, session, messages))
+    return yield* db.transaction((connection) => store(connection, schema, workspace, session, messages, options))
   }).pipe(Effect.withSpan("Messages.append", { attributes: { schema, workspace, session, count: messages.length } }))
 
 /**
@@ -119,7 +135,8 @@ export const appendOnce = (
   workspace: string,
   session: string,
   messages: ReadonlyArray<NewMessage>,
-  idempotency: { readonly key: string; readonly retentionSeconds: number }
+  idempotency: { readonly key: string; readonly retentionSeconds: number },
+  options: AppendOptions = {}
 ): Effect.Effect<Idempotency.Outcome<Appended>, DbError | Idempotency.IdempotencyKeyReused, DbSession> =>
   Effect.gen(function*() {
     const db = yield* DbSession
@@ -128,12 +145,14 @@ export const appendOnce = (
       key: idempotency.key,
       fingerprint: Idempotency.fingerprint({
         session,
-        messages: messages.map(({ content, peer }) => ({ peer, content }))
+        messages: messages.map(({ content, peer }) => ({ peer, content })),
+        // part of the request only when given, so keys of requests without it keep their fingerprints
+        ...(options.deriveAt === undefined ? {} : { deriveAt: Number(options.deriveAt) })
       }),
       retentionSeconds: idempotency.retentionSeconds
     }
     return yield* db.transaction((connection) =>
-      Idempotency.once(connection, schema, key, store(connection, schema, workspace, session, messages))
+      Idempotency.once(connection, schema, key, store(connection, schema, workspace, session, messages, options))
     )
   }).pipe(
     Effect.withSpan("Messages.appendOnce", { attributes: { schema, workspace, session, count: messages.length } })

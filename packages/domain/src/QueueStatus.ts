@@ -1,5 +1,6 @@
 /**
- * The queue as a workspace sees it: pending, in progress, processed and errored items.
+ * The queue as a workspace sees it: pending, in progress, waiting (a retry or a later time), dead, processed and
+ * errored items.
  *
  * @since 0.1.0
  */
@@ -29,9 +30,15 @@ export const forWorkspace = (
     db.query<QueueStatus>(
       // The backlog through its partial index by workspace; processed and errored from the trigger-kept
       // counters: the cost follows the backlog, not the history (see DomainSchema, migration 5).
+      // A dead letter or an item not yet due (its retry, or the time it was enqueued for) is neither pending
+      // nor in progress.
       `SELECT
-         count(*) FILTER (WHERE a.work_unit_key IS NULL)::int AS "pending",
-         count(*) FILTER (WHERE a.work_unit_key IS NOT NULL)::int AS "inProgress",
+         count(*) FILTER (WHERE a.work_unit_key IS NULL AND q.dead_at IS NULL AND coalesce(q.run_at <= now(), true))::int
+           AS "pending",
+         count(*) FILTER (WHERE a.work_unit_key IS NOT NULL AND q.dead_at IS NULL AND coalesce(q.run_at <= now(), true))::int
+           AS "inProgress",
+         count(*) FILTER (WHERE q.dead_at IS NULL AND q.run_at > now())::int AS "waiting",
+         count(*) FILTER (WHERE q.dead_at IS NOT NULL)::int AS "dead",
          coalesce((SELECT c.processed FROM ${
         SchemaName.qualify(schema, "queue_counts")
       } c WHERE c.workspace = $1), 0)::int
@@ -49,6 +56,8 @@ export const forWorkspace = (
     Effect.map(([row]) => ({
       pending: row?.pending ?? 0,
       inProgress: row?.inProgress ?? 0,
+      waiting: row?.waiting ?? 0,
+      dead: row?.dead ?? 0,
       processed: row?.processed ?? 0,
       errored: row?.errored ?? 0
     })),

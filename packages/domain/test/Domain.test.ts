@@ -100,6 +100,8 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "acme"), {
         pending: 2,
         inProgress: 0,
+        waiting: 0,
+        dead: 0,
         processed: 0,
         errored: 0
       })
@@ -109,6 +111,8 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "ghost"), {
         pending: 0,
         inProgress: 0,
+        waiting: 0,
+        dead: 0,
         processed: 0,
         errored: 0
       })
@@ -130,10 +134,32 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
         `UPDATE ${queue} SET processed = true WHERE payload ->> 'workspace' = 'counted' AND NOT processed`
       )
       yield* db.query(`UPDATE ${queue} SET error = error WHERE payload ->> 'workspace' = 'counted'`)
-      const expected = { pending: 0, inProgress: 0, processed: 3, errored: 2 }
+      const expected = { pending: 0, inProgress: 0, waiting: 0, dead: 0, processed: 3, errored: 2 }
       assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "counted"), expected)
       yield* db.query(`DELETE FROM ${queue} WHERE payload ->> 'workspace' = 'counted'`)
       assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "counted"), expected)
+    }))
+
+  it.effect("status counts items waiting for their time and dead letters apart from the pending ones", () =>
+    Effect.gen(function*() {
+      const db = yield* DbSession
+      const queue = `${schema}.queue`
+      const payload = JSON.stringify({ workspace: "timed" })
+      // one due at once, one whose retry time passed, one waiting for its retry, one dead letter
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type, payload, run_at, dead_at, attempts)
+         VALUES ('a', 't', $1::jsonb, NULL, NULL, 0), ('b', 't', $1::jsonb, now() - interval '1 minute', NULL, 1),
+                ('c', 't', $1::jsonb, now() + interval '1 hour', NULL, 2), ('d', 't', $1::jsonb, 'infinity', now(), 15)`,
+        [payload]
+      )
+      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "timed"), {
+        pending: 2,
+        inProgress: 0,
+        waiting: 1,
+        dead: 1,
+        processed: 0,
+        errored: 0
+      })
     }))
 
   it.effect("round trip: a real deriver derives the representations the API reads", () =>
@@ -150,7 +176,7 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
       assert.match(alice.firstSeen, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/)
       assert.isTrue(alice.firstSeen <= alice.lastSeen)
       const status = yield* QueueStatus.forWorkspace(schema, "acme")
-      assert.deepStrictEqual(status, { pending: 0, inProgress: 0, processed: 2, errored: 0 })
+      assert.deepStrictEqual(status, { pending: 0, inProgress: 0, waiting: 0, dead: 0, processed: 2, errored: 0 })
 
       // More messages in another session fold in; repeating a task adds nothing twice.
       yield* Messages.append(schema, "acme", "s2", [{ peer: "alice", content: "mountains again" }])

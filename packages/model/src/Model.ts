@@ -82,7 +82,11 @@ export type Appended = typeof Appended.Type
  * - `pending`: unprocessed, in a unit nobody holds;
  * - `inProgress`: unprocessed, in a unit a deriver holds;
  * - `processed`: done without error;
- * - `errored`: done, marked with its handler's error.
+ * - `errored`: done, marked with its handler's error;
+ * - `waiting` (since 0.3.0): unprocessed, not due yet (waiting for its retry, or enqueued to run later);
+ * - `dead` (since 0.3.0): dead letters, whose handler failed its last attempt (kept for a replay).
+ *
+ * `waiting` and `dead` are optional on the wire: a server of 0.2.0 does not send them.
  *
  * @since 0.1.0
  * @category schemas
@@ -91,7 +95,9 @@ export const QueueStatus = Schema.Struct({
   pending: Schema.Int,
   inProgress: Schema.Int,
   processed: Schema.Int,
-  errored: Schema.Int
+  errored: Schema.Int,
+  waiting: Schema.optionalKey(Schema.Int),
+  dead: Schema.optionalKey(Schema.Int)
 })
 
 /**

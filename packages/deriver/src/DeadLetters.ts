@@ -1,0 +1,150 @@
+/**
+ * Dead letters as an operator acts on them: list, count and replay through `DbSession` (one checkout each),
+ * and the operator's command line (`deriver-dead-letters list|replay …`) parsed into a typed {@link Command}.
+ * The app wires it to the environment (see apps/deriver).
+ *
+ * @since 0.3.0
+ */
+import { DbSession } from "@resilience/db-session"
+import type { DbError } from "@resilience/db-session"
+import type { SchemaName } from "@resilience/schema"
+import { Data, Effect } from "effect"
+import * as Queue from "./Queue.ts"
+
+/**
+ * Up to `limit` dead letters that `selector` names, oldest first.
+ *
+ * @since 0.3.0
+ */
+export const list = (
+  schema: SchemaName.SchemaName,
+  selector: Queue.DeadLetterSelector,
+  limit: number
+): Effect.Effect<ReadonlyArray<Queue.DeadLetter>, DbError, DbSession> =>
+  DbSession.use((db) => db.withConnection((connection) => Queue.deadLetters(connection, schema, selector, limit)))
+
+/**
+ * Dead letters by task type.
+ *
+ * @since 0.3.0
+ */
+export const counts = (schema: SchemaName.SchemaName): Effect.Effect<ReadonlyMap<string, number>, DbError, DbSession> =>
+  DbSession.use((db) => db.withConnection((connection) => Queue.deadLetterCounts(connection, schema)))
+
+/**
+ * Replays the dead letters that `selector` names (back to pending, attempts reset); returns how many.
+ *
+ * @since 0.3.0
+ */
+export const replay = (
+  schema: SchemaName.SchemaName,
+  selector: Queue.DeadLetterSelector
+): Effect.Effect<number, DbError, DbSession> =>
+  DbSession.use((db) => db.withConnection((connection) => Queue.replay(connection, schema, selector))).pipe(
+    Effect.tap((replayed) =>
+      Effect.logInfo("replayed dead letters").pipe(Effect.annotateLogs({ schema, selector: selector._tag, replayed }))
+    )
+  )
+
+/**
+ * An operator's command: list (at most `limit`) or replay the dead letters a selector names.
+ *
+ * @since 0.3.0
+ */
+export type Command =
+  | { readonly _tag: "List"; readonly selector: Queue.DeadLetterSelector; readonly limit: number }
+  | { readonly _tag: "Replay"; readonly selector: Queue.DeadLetterSelector }
+
+/**
+ * A command line that is not a {@link Command}: what was wrong and what the usage is.
+ *
+ * @since 0.3.0
+ */
+export class InvalidCommand extends Data.TaggedError("InvalidCommand")<{ readonly reason: string }> {
+  override get message() {
+    return `${this.reason}\n${usage}`
+  }
+}
+
+/**
+ * The command line's usage.
+ *
+ * @since 0.3.0
+ */
+export const usage =
+  `usage: deriver-dead-letters list [--id ID | --unit KEY | --task-type TYPE] [--limit N (default 100)]
+       deriver-dead-letters replay (--id ID | --unit KEY | --task-type TYPE | --all)`
+
+/**
+ * Parses a command line (the arguments after the program's name). A replay names what it replays (`--all` for
+ * everything); a list without a selector lists all.
+ *
+ * @since 0.3.0
+ */
+export const parse = (argv: ReadonlyArray<string>): Effect.Effect<Command, InvalidCommand> =>
+  Effect.gen(function*() {
+    const [verb, ...rest] = argv
+    if (verb !== "list" && verb !== "replay") {
+      return yield* new InvalidCommand({ reason: `expected "list" or "replay", got ${JSON.stringify(verb ?? "")}` })
+    }
+    const selectors: Array<Queue.DeadLetterSelector> = []
+    let limit = 100
+    for (let i = 0; i < rest.length; i++) {
+      const flag = rest[i]!
+      if (flag === "--all") {
+        selectors.push({ _tag: "All" })
+        continue
+      }
+      const value = rest[i + 1]
+      if (value === undefined || value.startsWith("--")) {
+        return yield* new InvalidCommand({ reason: `${flag} needs a value` })
+      }
+      i++
+      switch (flag) {
+        case "--id":
+          if (!/^[1-9][0-9]{0,18}$/.test(value)) {
+            return yield* new InvalidCommand({ reason: `--id must be an item id (a positive integer), got ${value}` })
+          }
+          selectors.push({ _tag: "Item", id: value })
+          break
+        case "--unit":
+          selectors.push({ _tag: "Unit", workUnitKey: value })
+          break
+        case "--task-type":
+          selectors.push({ _tag: "TaskType", taskType: value })
+          break
+        case "--limit":
+          if (verb !== "list" || !/^[1-9][0-9]{0,5}$/.test(value)) {
+            return yield* new InvalidCommand({ reason: `--limit must be an integer in [1, 999999] and only for list` })
+          }
+          limit = Number(value)
+          break
+        default:
+          return yield* new InvalidCommand({ reason: `unknown option ${flag}` })
+      }
+    }
+    if (selectors.length > 1) {
+      return yield* new InvalidCommand({ reason: "name one of --id, --unit, --task-type, --all" })
+    }
+    const selector = selectors[0]
+    if (verb === "replay") {
+      if (selector === undefined) {
+        return yield* new InvalidCommand({ reason: "replay needs --id, --unit, --task-type or --all" })
+      }
+      return { _tag: "Replay", selector } as const
+    }
+    return { _tag: "List", selector: selector ?? { _tag: "All" }, limit } as const
+  })
+
+/**
+ * Runs a command; returns the lines to print (a list: one JSON object per dead letter; a replay: how many).
+ *
+ * @since 0.3.0
+ */
+export const run = (
+  schema: SchemaName.SchemaName,
+  command: Command
+): Effect.Effect<ReadonlyArray<string>, DbError, DbSession> =>
+  command._tag === "List"
+    ? Effect.map(list(schema, command.selector, command.limit), (letters) => letters.map((l) => JSON.stringify(l)))
+    : Effect.map(replay(schema, command.selector), (n) => [`replayed ${n} dead letter${n === 1 ? "" : "s"}`])
