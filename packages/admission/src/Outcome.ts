@@ -24,6 +24,7 @@ import * as Shed from "./Shed.ts"
  * - `Ignored`: nothing learned (interrupted, shed before it ran, a misconfigured database that no waiting fixes).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Outcome = "Unavailable" | "Overloaded" | "Exhausted" | "Answered" | "Ignored"
 
@@ -58,6 +59,7 @@ const ofValue = (value: unknown): Outcome => {
  * (`Unavailable`, then `Overloaded`, then `Exhausted`, then `Ignored`). An interruption is `Ignored`; a success `Answered`.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const ofExit = (exit: Exit.Exit<unknown, unknown>): Outcome => {
   if (Exit.isSuccess(exit)) return "Answered"
@@ -76,6 +78,7 @@ export const ofExit = (exit: Exit.Exit<unknown, unknown>): Outcome => {
  * answer, even a slow or struggling one (`Overloaded`), is an answer; `Exhausted` and `Ignored` tell nothing.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const toBreaker = (outcome: Outcome): Breaker.Outcome => {
   switch (outcome) {

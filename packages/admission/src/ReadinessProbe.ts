@@ -14,6 +14,7 @@ import type * as Shed from "./Shed.ts"
  * The readiness probe as a service.
  *
  * @since 0.2.0
+ * @category services
  */
 export class ReadinessProbe extends Context.Service<ReadinessProbe, {
   /** Succeeds when the database answered `SELECT 1` (now, or within the cache window). */
@@ -25,6 +26,7 @@ export class ReadinessProbe extends Context.Service<ReadinessProbe, {
  *
  * @deprecated since 0.2.0: use `ReadinessProbe` (the same service under its new name)
  * @since 0.1.0
+ * @category constants
  */
 export const Readiness = ReadinessProbe
 
@@ -33,6 +35,7 @@ export const Readiness = ReadinessProbe
  *
  * @deprecated since 0.2.0: use `ReadinessProbe` (the same service under its new name)
  * @since 0.1.0
+ * @category models
  */
 export type Readiness = ReadinessProbe
 
@@ -40,6 +43,7 @@ export type Readiness = ReadinessProbe
  * Default cache window: 1 s (a probe every second at most reaches the database, whatever the probe rate).
  *
  * @since 0.1.0
+ * @category defaults
  */
 export const defaultCacheMillis = 1_000
 
@@ -48,6 +52,7 @@ export const defaultCacheMillis = 1_000
  * in context. An interrupted check is not cached; the next probe starts a new one.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = <E, R>(
   check: Effect.Effect<unknown, E, R>,
@@ -62,6 +67,7 @@ export const make = <E, R>(
  * The database readiness check (`SELECT 1` on one checkout) with `cacheMillis` (default {@link defaultCacheMillis}).
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = (options?: { readonly cacheMillis?: number | undefined }): Layer.Layer<
   ReadinessProbe,
@@ -84,6 +90,7 @@ const CacheMillis = Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 60_
  * `API_READINESS_CACHE_MILLIS`): default 1000, an integer in [0, 60000].
  *
  * @since 0.2.0
+ * @category config
  */
 export const cacheMillisConfig = (name: string): Config.Config<number> =>
   Config.schema(CacheMillis, name).pipe(Config.withDefault(defaultCacheMillis))
@@ -92,6 +99,7 @@ export const cacheMillisConfig = (name: string): Config.Config<number> =>
  * {@link layer} with the cache window from the environment variable `name` gives ({@link cacheMillisConfig}).
  *
  * @since 0.2.0
+ * @category layers
  */
 export const layerConfig = (name: string): Layer.Layer<ReadinessProbe, Config.ConfigError, Gate.Gate | DbSession> =>
   Layer.unwrap(

@@ -12,6 +12,7 @@ import { Schema } from "effect"
  * - `ProbeInFlight`: the window ended and one probe request is finding out whether the database is back.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const Reason = Schema.Literals(["QueueTimeout", "CircuitOpen", "ProbeInFlight"])
 
@@ -19,6 +20,7 @@ export const Reason = Schema.Literals(["QueueTimeout", "CircuitOpen", "ProbeInFl
  * Why a request was shed.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Reason = typeof Reason.Type
 
@@ -27,6 +29,7 @@ export type Reason = typeof Reason.Type
  * 503 with `Retry-After`; `@resilience/api-errors` does).
  *
  * @since 0.1.0
+ * @category errors
  */
 export class Shed extends Schema.TaggedError<Shed>()("AdmissionShed", {
   reason: Reason,
@@ -42,6 +45,7 @@ export class Shed extends Schema.TaggedError<Shed>()("AdmissionShed", {
  * Whether a value is a {@link Shed} (matched by tag, so two copies of this package agree).
  *
  * @since 0.1.0
+ * @category predicates
  */
 export const isShed = (u: unknown): u is Shed =>
   typeof u === "object" && u !== null && "_tag" in u && (u as { readonly _tag: unknown })._tag === "AdmissionShed"

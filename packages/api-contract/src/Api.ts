@@ -37,6 +37,7 @@ export const CreateWorkspace = Schema.Struct({
  * An instant as ISO 8601 text with a time zone (`2026-12-02T15:00:00Z`, `…+01:00`), decoded to epoch milliseconds.
  *
  * @since 0.3.0
+ * @category schemas
  */
 export const Instant = Schema.String.check(
   Schema.makeFilter(

@@ -63,7 +63,7 @@ export interface ErrorResponse {
  * across two copies of those packages.
  *
  * @since 0.1.0
- * @category guards
+ * @category predicates
  */
 export const isDbError = (u: unknown): boolean => Classify.isDbError(u) || isShed(u)
 
@@ -74,7 +74,7 @@ export const isDbError = (u: unknown): boolean => Classify.isDbError(u) || isShe
  * neither package depends on the other.
  *
  * @since 0.2.0
- * @category guards
+ * @category predicates
  */
 export const isShed = (u: unknown): u is { readonly _tag: "AdmissionShed"; readonly reason: string } =>
   typeof u === "object" && u !== null && "_tag" in u && u._tag === "AdmissionShed" && "reason" in u &&
@@ -84,7 +84,7 @@ export const isShed = (u: unknown): u is { readonly _tag: "AdmissionShed"; reado
  * Whether the answer to a failure is a 503: the database is unavailable, or the statement failed transiently.
  *
  * @since 0.2.0
- * @category guards
+ * @category predicates
  */
 export const isTemporary = (u: unknown): boolean => {
   const { kind } = classify(u)

@@ -27,6 +27,7 @@ import {
  * The four meanings of a database failure.
  *
  * @since 0.2.0
+ * @category models
  */
 export type Meaning = "unavailable" | "transient" | "permanent" | "misconfigured"
 
@@ -34,6 +35,7 @@ export type Meaning = "unavailable" | "transient" | "permanent" | "misconfigured
  * The code and message that the classifier reads from any thrown value.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Described {
   readonly code: string | undefined
@@ -66,6 +68,7 @@ export type RowName =
  * metrics and logs (for `unavailable` rows, the `DatabaseUnavailable` reason) and where they come from.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Row {
   readonly meaning: Meaning
@@ -102,6 +105,7 @@ const supavisor = "Supavisor lib/supavisor/errors/*.ex (sent as XX000, message \
  * succeeds later, and the caller backs off rather than spins.
  *
  * @since 0.2.0
+ * @category constants
  */
 export const table: ReadonlyArray<Row> = [
   // --- unavailable: come back later -------------------------------------------------------------------------
@@ -339,6 +343,7 @@ export const isSqlState = (code: string | undefined): code is string => code !==
  * The first row of {@link table} that matches a code and a message, if any.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const lookup = (described: Described): Row | undefined => table.find((row) => matches(row, described))
 
@@ -374,6 +379,7 @@ const stringField = (value: unknown, field: string): string | undefined => {
  * `AggregateError` whose members carry the codes; the first member that has one speaks for all.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const codeAndMessage = (error: unknown): Described => {
   const ownMessage = stringField(error, "message")
@@ -400,6 +406,7 @@ const unavailableReason = (row: Row): UnavailableReason =>
  * problem: `Unreachable`.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const checkoutFailure = (error: unknown, elapsedMillis: number): CheckoutError => {
   const described = codeAndMessage(error)
@@ -420,6 +427,7 @@ export const checkoutFailure = (error: unknown, elapsedMillis: number): Checkout
  * `QueryFailed` with its SQLSTATE, whose meaning {@link meaningOf} reads from the same table.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const queryFailure = (error: unknown, elapsedMillis: number): QueryFailed | DatabaseUnavailable => {
   const described = codeAndMessage(error)
@@ -438,6 +446,7 @@ export const queryFailure = (error: unknown, elapsedMillis: number): QueryFailed
  * What a failure means and its short name, for a db-session error; `undefined` for anything else.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Condition {
   readonly meaning: Meaning
@@ -459,6 +468,7 @@ const permanent: Condition = { meaning: "permanent", name: "Permanent" }
  * does not know is `permanent`. Anything that is not a db-session error is `undefined`.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const conditionOf = (error: unknown): Condition | undefined => {
   if (Predicate.isTagged(error, "DatabaseUnavailable")) {
@@ -477,6 +487,7 @@ export const conditionOf = (error: unknown): Condition | undefined => {
  * The {@link Meaning} of a db-session error; `undefined` for anything else.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const meaningOf = (error: unknown): Meaning | undefined => conditionOf(error)?.meaning
 
@@ -484,6 +495,7 @@ export const meaningOf = (error: unknown): Meaning | undefined => conditionOf(er
  * Whether a value is one of db-session's errors (`DatabaseUnavailable`, `DatabaseMisconfigured`, `QueryFailed`).
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isDbError = (error: unknown): boolean => conditionOf(error) !== undefined
 
@@ -491,6 +503,7 @@ export const isDbError = (error: unknown): boolean => conditionOf(error) !== und
  * Whether the database (or its pooler) cannot serve anyone right now.
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isUnavailable = (error: unknown): boolean => meaningOf(error) === "unavailable"
 
@@ -498,6 +511,7 @@ export const isUnavailable = (error: unknown): boolean => meaningOf(error) === "
  * Whether this statement failed for a reason that passes by itself (run the unit of work again later).
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isTransient = (error: unknown): boolean => meaningOf(error) === "transient"
 
@@ -505,6 +519,7 @@ export const isTransient = (error: unknown): boolean => meaningOf(error) === "tr
  * Whether the request or the data is wrong: the same statement fails again.
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isPermanent = (error: unknown): boolean => meaningOf(error) === "permanent"
 
@@ -512,6 +527,7 @@ export const isPermanent = (error: unknown): boolean => meaningOf(error) === "pe
  * Whether the deployment is wrong (credentials, database, schema, permissions).
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isMisconfigured = (error: unknown): boolean => meaningOf(error) === "misconfigured"
 
@@ -519,6 +535,7 @@ export const isMisconfigured = (error: unknown): boolean => meaningOf(error) ===
  * Whether a caller should come back later: `unavailable` or `transient` (an API answers 503).
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isTemporary = (error: unknown): boolean => {
   const meaning = meaningOf(error)
@@ -530,6 +547,7 @@ export const isTemporary = (error: unknown): boolean => {
  * `misconfigured`. Work that failed this way is left pending, never recorded as failed.
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isDatabaseCondition = (error: unknown): boolean => {
   const meaning = meaningOf(error)
@@ -542,6 +560,7 @@ export const isDatabaseCondition = (error: unknown): boolean => {
  * (no connection attempt was made): a caller's limit may come down, but a circuit must not open on it.
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isPoolExhausted = (error: unknown): boolean =>
   Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === "POOL_EXHAUSTED"
@@ -552,6 +571,7 @@ export const isPoolExhausted = (error: unknown): boolean =>
  * about the database.
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isAttemptHeld = (error: unknown): boolean =>
   Predicate.isTagged(error, "DatabaseUnavailable") && stringField(error, "code") === attemptHeldCode
@@ -561,6 +581,7 @@ export const isAttemptHeld = (error: unknown): boolean =>
  * other meanings, so that this pure module imports nothing of the session.
  *
  * @since 0.2.0
+ * @category constants
  */
 export const attemptHeldCode = "ATTEMPT_HELD"
 

@@ -22,6 +22,7 @@ import type { CheckoutError } from "./Errors.ts"
  * {@link heldCode}), and observe how it ended. It must not run it twice.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Guard {
   readonly attempt: (
@@ -35,6 +36,7 @@ export interface Guard {
  * (`Classify.isAttemptHeld` asks).
  *
  * @since 0.2.0
+ * @category constants
  */
 export const heldCode: typeof Classify.attemptHeldCode = Classify.attemptHeldCode
 
@@ -42,6 +44,7 @@ export const heldCode: typeof Classify.attemptHeldCode = Classify.attemptHeldCod
  * The guard of the current checkout; by default every attempt goes ahead.
  *
  * @since 0.2.0
+ * @category services
  */
 export const ConnectGuard: Context.Reference<Guard> = Context.Reference<Guard>("@resilience/db-session/ConnectGuard", {
   defaultValue: () => ({ attempt: (attempt) => attempt })

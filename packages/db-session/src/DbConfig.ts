@@ -13,6 +13,7 @@ import * as Tls from "./Tls.ts"
  * How to reach the database and how to pool.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   /** Connection string; kept redacted in logs when given as `Redacted`. */
@@ -43,6 +44,7 @@ export interface Options {
  * {@link config} to variables left unset.
  *
  * @since 0.2.0
+ * @category defaults
  */
 export const defaults = {
   connectTimeout: Duration.seconds(2),
@@ -58,6 +60,7 @@ export const defaults = {
  * (this repository's apps take theirs from `@resilience/environment`). Durations are read in seconds.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Names {
   readonly url: string
@@ -94,6 +97,7 @@ const file = (name: string) =>
  * `ConfigError` naming its variable); unset variables take {@link defaults}.
  *
  * @since 0.2.0
+ * @category config
  */
 export const config = (names: Names): Config.Config<Options> =>
   Config.all({

@@ -10,6 +10,7 @@ import { Schema } from "effect"
  * Why the database is unavailable right now; in every case "try again later" is the right answer.
  *
  * @since 0.1.0
+ * @category schemas
  */
 export const UnavailableReason = Schema.Literals([
   "Saturated",
@@ -22,6 +23,7 @@ export const UnavailableReason = Schema.Literals([
  * Why the database is unavailable right now.
  *
  * @since 0.1.0
+ * @category models
  */
 export type UnavailableReason = typeof UnavailableReason.Type
 
@@ -31,6 +33,7 @@ export type UnavailableReason = typeof UnavailableReason.Type
  * while it starts, stops or recovers (`NotAcceptingConnections`). API → 503; deriver → back off.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>()("DatabaseUnavailable", {
   reason: UnavailableReason,
@@ -47,6 +50,7 @@ export class DatabaseUnavailable extends Schema.TaggedError<DatabaseUnavailable>
  * connect): no later attempt can succeed until someone changes a setting. API → 500; deriver → log loudly.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class DatabaseMisconfigured extends Schema.TaggedError<DatabaseMisconfigured>()("DatabaseMisconfigured", {
   code: Schema.UndefinedOr(Schema.String),
@@ -58,6 +62,7 @@ export class DatabaseMisconfigured extends Schema.TaggedError<DatabaseMisconfigu
  * A statement failed on a live connection (constraint violation, syntax error, …); `code` is its SQLSTATE.
  *
  * @since 0.1.0
+ * @category errors
  */
 export class QueryFailed extends Schema.TaggedError<QueryFailed>()("QueryFailed", {
   code: Schema.UndefinedOr(Schema.String),
@@ -68,6 +73,7 @@ export class QueryFailed extends Schema.TaggedError<QueryFailed>()("QueryFailed"
  * Every failure that a checkout or a statement can produce.
  *
  * @since 0.1.0
+ * @category models
  */
 export type DbError = DatabaseUnavailable | DatabaseMisconfigured | QueryFailed
 
@@ -75,5 +81,6 @@ export type DbError = DatabaseUnavailable | DatabaseMisconfigured | QueryFailed
  * A failure of the checkout itself (before the caller's code runs).
  *
  * @since 0.1.0
+ * @category models
  */
 export type CheckoutError = DatabaseUnavailable | DatabaseMisconfigured

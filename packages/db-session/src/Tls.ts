@@ -30,6 +30,7 @@ import { type CheckoutError, DatabaseMisconfigured } from "./Errors.ts"
  * TLS when refused", a second attempt.
  *
  * @since 0.2.0
+ * @category constants
  */
 export const sslModes = ["disable", "prefer", "require", "verify-ca", "verify-full"] as const
 
@@ -37,6 +38,7 @@ export const sslModes = ["disable", "prefer", "require", "verify-ca", "verify-fu
  * `sslmode`: whether to encrypt and what to verify.
  *
  * @since 0.2.0
+ * @category schemas
  */
 export const SslMode = Schema.Literals(sslModes)
 
@@ -44,6 +46,7 @@ export const SslMode = Schema.Literals(sslModes)
  * `sslmode`.
  *
  * @since 0.2.0
+ * @category models
  */
 export type SslMode = typeof SslMode.Type
 
@@ -51,6 +54,7 @@ export type SslMode = typeof SslMode.Type
  * The mode when neither the URL nor the options name one: no TLS, as both drivers did before.
  *
  * @since 0.2.0
+ * @category defaults
  */
 export const defaultMode: SslMode = "disable"
 
@@ -58,6 +62,7 @@ export const defaultMode: SslMode = "disable"
  * TLS settings, with libpq's parameter names; each is also read from the URL's query, which wins.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Options {
   readonly sslmode?: SslMode | undefined
@@ -76,6 +81,7 @@ export interface Options {
  * value as given, what is allowed), declared here so that the session's layer needs no other package.
  *
  * @since 0.2.0
+ * @category errors
  */
 export class InvalidTlsSetting extends Schema.TaggedError<InvalidTlsSetting>()("InvalidTlsSetting", {
   /** `sslmode`, `sslrootcert`, `sslcert`, `sslkey`, or the unsupported parameter. */
@@ -95,6 +101,7 @@ export class InvalidTlsSetting extends Schema.TaggedError<InvalidTlsSetting>()("
  * reinterprets them) and the resolved mode with its Node TLS options.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Settings {
   readonly mode: SslMode
@@ -108,6 +115,7 @@ export interface Settings {
  * No TLS: the settings of a URL without `ssl*` parameters and no options.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const disabled = (url: string): Settings => ({ mode: "disable", url, ssl: undefined })
 
@@ -170,6 +178,7 @@ const readFile = (parameter: string, path: string): Effect.Effect<string, Invali
  * {@link InvalidTlsSetting} naming the parameter, the value and what is allowed.
  *
  * @since 0.2.0
+ * @category effects
  */
 export const resolve = (
   url: string,
@@ -238,6 +247,7 @@ const hint = (code: string | undefined, message: string, mode: SslMode): string 
  * driver's message and code are kept in it. Any other failure is returned as it is.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const explain = (failure: CheckoutError, cause: unknown, mode: SslMode): CheckoutError => {
   const described = Classify.codeAndMessage(cause)

@@ -15,6 +15,7 @@ import * as Failures from "./Failures.ts"
  * The log of one deriver's database condition.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface ConditionLog {
   /** Logs `message` for `error` if its kind differs from the last one reported; DEBUG otherwise. */
@@ -32,6 +33,7 @@ export interface ConditionLog {
  * `transient:ReadOnly`, `unavailable:Saturated`), `other` for anything else.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const kindOf = (error: unknown): string => {
   const condition = Classify.conditionOf(error)
@@ -42,6 +44,7 @@ export const kindOf = (error: unknown): string => {
  * A fresh log, in the "nothing reported" state.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const make = (schema: string): Effect.Effect<ConditionLog> =>
   Effect.sync(() => {

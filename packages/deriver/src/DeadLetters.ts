@@ -15,6 +15,7 @@ import * as Queue from "./Queue.ts"
  * Up to `limit` dead letters that `selector` names, oldest first.
  *
  * @since 0.3.0
+ * @category effects
  */
 export const list = (
   schema: SchemaName.SchemaName,
@@ -27,6 +28,7 @@ export const list = (
  * Dead letters by task type.
  *
  * @since 0.3.0
+ * @category effects
  */
 export const counts = (schema: SchemaName.SchemaName): Effect.Effect<ReadonlyMap<string, number>, DbError, DbSession> =>
   DbSession.use((db) => db.withConnection((connection) => Queue.deadLetterCounts(connection, schema)))
@@ -35,6 +37,7 @@ export const counts = (schema: SchemaName.SchemaName): Effect.Effect<ReadonlyMap
  * Replays the dead letters that `selector` names (back to pending, attempts reset); returns how many.
  *
  * @since 0.3.0
+ * @category effects
  */
 export const replay = (
   schema: SchemaName.SchemaName,
@@ -50,6 +53,7 @@ export const replay = (
  * An operator's command: list (at most `limit`) or replay the dead letters a selector names.
  *
  * @since 0.3.0
+ * @category models
  */
 export type Command =
   | { readonly _tag: "List"; readonly selector: Queue.DeadLetterSelector; readonly limit: number }
@@ -59,6 +63,7 @@ export type Command =
  * A command line that is not a {@link Command}: what was wrong and what the usage is.
  *
  * @since 0.3.0
+ * @category errors
  */
 export class InvalidCommand extends Data.TaggedError("InvalidCommand")<{ readonly reason: string }> {
   override get message() {
@@ -70,6 +75,7 @@ export class InvalidCommand extends Data.TaggedError("InvalidCommand")<{ readonl
  * The command line's usage.
  *
  * @since 0.3.0
+ * @category constants
  */
 export const usage =
   `usage: deriver-dead-letters list [--id ID | --unit KEY | --task-type TYPE] [--limit N (default 100)]
@@ -80,6 +86,7 @@ export const usage =
  * everything); a list without a selector lists all.
  *
  * @since 0.3.0
+ * @category effects
  */
 export const parse = (argv: ReadonlyArray<string>): Effect.Effect<Command, InvalidCommand> =>
   Effect.gen(function*() {
@@ -140,6 +147,7 @@ export const parse = (argv: ReadonlyArray<string>): Effect.Effect<Command, Inval
  * Runs a command; returns the lines to print (a list: one JSON object per dead letter; a replay: how many).
  *
  * @since 0.3.0
+ * @category effects
  */
 export const run = (
   schema: SchemaName.SchemaName,

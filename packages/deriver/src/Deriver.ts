@@ -35,6 +35,7 @@ import * as Retries from "./Retries.ts"
  * What a deriver needs: the schema it serves, its handlers and its settings.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options<R> {
   readonly schema: SchemaName.SchemaName
@@ -50,6 +51,7 @@ export interface Options<R> {
  * A running deriver.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Deriver extends PollLoop.PollLoop {
   readonly schema: SchemaName.SchemaName
@@ -580,6 +582,7 @@ const fixedCap = (exit: Exit.Exit<unknown, unknown>): Outcome.Outcome =>
  * no new claims, in-flight units finish within the grace period, then ownership rows are released.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbSession | R | Scope.Scope> =>
   Effect.gen(function*() {
@@ -637,6 +640,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
  * gracefully.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const run = <R>(options: Options<R>): Effect.Effect<never, never, DbSession | R> =>
   Effect.scoped(Effect.andThen(start(options), Effect.never))
@@ -645,6 +649,7 @@ export const run = <R>(options: Options<R>): Effect.Effect<never, never, DbSessi
  * A layer that runs a deriver for its lifetime.
  *
  * @since 0.1.0
+ * @category layers
  */
 export const layer = <R>(options: Options<R>): Layer.Layer<never, never, DbSession | R> =>
   Layer.effectDiscard(start(options))

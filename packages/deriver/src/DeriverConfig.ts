@@ -14,6 +14,7 @@ import type * as Scheduling from "./Scheduling.ts"
  * Validated settings of one deriver (all durations in milliseconds).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface DeriverConfig {
   /** Concurrent work units (`DERIVER_WORKERS`). */
@@ -93,6 +94,7 @@ export interface DeriverConfig {
  * (minutes for the stale timeout) as in the environment.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Input {
   readonly workers?: number | undefined
@@ -126,6 +128,7 @@ export interface Input {
  * application chooses them (this repository's deriver passes `DERIVER_*` from `@resilience/environment`).
  *
  * @since 0.2.0
+ * @category models
  */
 export type Names = { readonly [K in keyof Input]-?: string }
 
@@ -136,6 +139,7 @@ const fieldNames: Names = new Proxy({} as Names, { get: (_target, field) => Stri
  * The production defaults (the README's configuration table).
  *
  * @since 0.1.0
+ * @category defaults
  */
 export const defaults = {
   workers: 1,
@@ -165,6 +169,7 @@ export const defaults = {
  * busy; without it the poller claims for several freed workers in one statement).
  *
  * @since 0.2.0
+ * @category constants
  */
 export const claimAlongMaxWorkers = 2
 
@@ -181,6 +186,7 @@ export const claimAlongMaxWorkers = 2
  * replaces them in the validated settings (`{ ...config, recordFlushMillis: 500 }`).
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const derived = (
   backoff: PollBackoff.Settings
@@ -194,6 +200,7 @@ export const derived = (
  * A setting outside its allowed range, named as the caller names it (its environment variable, or its field).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Invalid = InvalidParameter.InvalidParameter
 
@@ -235,6 +242,7 @@ const setting = <A>(
  * Validates settings; the error names the bad setting as `names` does (by default the field itself).
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effect<DeriverConfig, Invalid> =>
   Effect.gen(function*() {
@@ -309,6 +317,7 @@ const optionalNumber = (name: string) => Config.option(Config.Number(name))
  * range.
  *
  * @since 0.2.0
+ * @category config
  */
 export const config = (names: Names): Config.Config<DeriverConfig> =>
   Config.all({

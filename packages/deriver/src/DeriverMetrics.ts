@@ -13,6 +13,7 @@ const counter = (name: string, description: string) => Metric.counter(name, { de
  * Polls by result (`claimed`, `empty`, `busy`, `error`): `deriver_polls_total{result}`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const polls = counter(
   "deriver_polls_total",
@@ -23,6 +24,7 @@ export const polls = counter(
  * The counter of polls for each result.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const pollsBy = {
   claimed: Metric.withAttributes(polls, { result: "claimed" }),
@@ -35,6 +37,7 @@ export const pollsBy = {
  * The current, unjittered poll interval of the backoff schedule: `deriver_poll_interval_seconds`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const pollInterval = Metric.gauge("deriver_poll_interval_seconds", {
   description: "Current poll interval of the backoff schedule (before jitter)"
@@ -44,6 +47,7 @@ export const pollInterval = Metric.gauge("deriver_poll_interval_seconds", {
  * The overload floor of the poll interval (0: no overload): `deriver_overload_floor_seconds`.
  *
  * @since 0.2.0
+ * @category metrics
  */
 export const overloadFloor = Metric.gauge("deriver_overload_floor_seconds", {
   description: "Lower bound on the poll interval set by overload signals (0: none)"
@@ -53,6 +57,7 @@ export const overloadFloor = Metric.gauge("deriver_overload_floor_seconds", {
  * Concurrent checkouts the process allows itself (AIMD limit): `deriver_checkout_limit`.
  *
  * @since 0.2.0
+ * @category metrics
  */
 export const checkoutLimit = Metric.gauge("deriver_checkout_limit", {
   description: "Concurrent database checkouts this deriver allows itself (lowered when connections are refused)"
@@ -62,6 +67,7 @@ export const checkoutLimit = Metric.gauge("deriver_checkout_limit", {
  * Work units claimed: `deriver_claims_total`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const claims = counter("deriver_claims_total", "Work units claimed")
 
@@ -69,6 +75,7 @@ export const claims = counter("deriver_claims_total", "Work units claimed")
  * Items processed successfully: `deriver_items_processed_total`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const itemsProcessed = counter("deriver_items_processed_total", "Queue items whose handler succeeded")
 
@@ -76,6 +83,7 @@ export const itemsProcessed = counter("deriver_items_processed_total", "Queue it
  * Items whose handler failed (marked with their error): `deriver_items_failed_total`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const itemsFailed = counter(
   "deriver_items_failed_total",
@@ -87,6 +95,7 @@ export const itemsFailed = counter(
  * `deriver_item_database_failures_total`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const itemDatabaseFailures = counter(
   "deriver_item_database_failures_total",
@@ -97,6 +106,7 @@ export const itemDatabaseFailures = counter(
  * Time to process one claimed work unit: `deriver_unit_processing_seconds`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const unitProcessingSeconds = Metric.histogram("deriver_unit_processing_seconds", {
   description: "Time from claiming a work unit to releasing it",
@@ -107,6 +117,7 @@ export const unitProcessingSeconds = Metric.histogram("deriver_unit_processing_s
  * Work units being processed right now: `deriver_units_in_flight`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const unitsInFlight = Metric.gauge("deriver_units_in_flight", {
   description: "Work units this process is working on"
@@ -116,6 +127,7 @@ export const unitsInFlight = Metric.gauge("deriver_units_in_flight", {
  * Stale ownership rows removed by the cleanup: `deriver_stale_units_released_total`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const staleUnitsReleased = counter(
   "deriver_stale_units_released_total",
@@ -127,6 +139,7 @@ export const staleUnitsReleased = counter(
  * value above 0 is a defect; the app exits non-zero and says so on `/healthz`.
  *
  * @since 0.2.0
+ * @category metrics
  */
 export const loopDeaths = counter(
   "deriver_loop_deaths_total",
@@ -137,6 +150,7 @@ export const loopDeaths = counter(
  * Processed items deleted by the history retention: `deriver_history_pruned_total`.
  *
  * @since 0.2.0
+ * @category metrics
  */
 export const historyPruned = counter(
   "deriver_history_pruned_total",

@@ -23,6 +23,7 @@ import * as Retries from "./Retries.ts"
  * database condition stopped it. An item is never marked processed unless its handler ran to completion.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Handler<R = never> = (item: Queue.Item) => Effect.Effect<unknown, unknown, R>
 
@@ -30,6 +31,7 @@ export type Handler<R = never> = (item: Queue.Item) => Effect.Effect<unknown, un
  * A registry of handlers by task type.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Handlers<R = never> {
   readonly byTaskType: ReadonlyMap<string, Handler<R>>
@@ -46,6 +48,7 @@ export interface Handlers<R = never> {
  * earlier than `at` (epoch milliseconds or a `Date`: a provider's `Retry-After`).
  *
  * @since 0.3.0
+ * @category errors
  */
 export class Retry extends Data.TaggedError("HandlerRetry")<{
   readonly reason: unknown
@@ -57,6 +60,7 @@ export class Retry extends Data.TaggedError("HandlerRetry")<{
  * any unstated error means unless the task type's policy retries unknown errors).
  *
  * @since 0.3.0
+ * @category errors
  */
 export class Failed extends Data.TaggedError("HandlerFailed")<{ readonly reason: unknown }> {}
 
@@ -67,6 +71,7 @@ const ResultTypeId = "~@resilience/deriver/Handlers/Result"
  * {@link failed}, {@link retry}). Any other success value means done.
  *
  * @since 0.3.0
+ * @category models
  */
 export type Result =
   | { readonly [ResultTypeId]: typeof ResultTypeId; readonly _tag: "Done" }
@@ -82,6 +87,7 @@ export type Result =
  * The item is done.
  *
  * @since 0.3.0
+ * @category constructors
  */
 export const done: Result = { [ResultTypeId]: ResultTypeId, _tag: "Done" }
 
@@ -89,6 +95,7 @@ export const done: Result = { [ResultTypeId]: ResultTypeId, _tag: "Done" }
  * The item failed for good with `reason`.
  *
  * @since 0.3.0
+ * @category constructors
  */
 export const failed = (reason: unknown): Result => ({ [ResultTypeId]: ResultTypeId, _tag: "Failed", reason })
 
@@ -96,6 +103,7 @@ export const failed = (reason: unknown): Result => ({ [ResultTypeId]: ResultType
  * Run the item again, after the backoff or no earlier than `at`.
  *
  * @since 0.3.0
+ * @category constructors
  */
 export const retry = (reason: unknown, at?: number | Date): Result => ({
   [ResultTypeId]: ResultTypeId,
@@ -108,6 +116,7 @@ export const retry = (reason: unknown, at?: number | Date): Result => ({
  * Whether a handler's success value is a stated {@link Result}.
  *
  * @since 0.3.0
+ * @category predicates
  */
 export const isResult = (value: unknown): value is Result => Predicate.hasProperty(value, ResultTypeId)
 
@@ -115,6 +124,7 @@ export const isResult = (value: unknown): value is Result => Predicate.hasProper
  * A registry whose `taskType` has its own retry policy (validated; the error names the field).
  *
  * @since 0.3.0
+ * @category effects
  */
 export const withRetries = <R>(
   self: Handlers<R>,
@@ -130,6 +140,7 @@ export const withRetries = <R>(
  * The retry policy of a task type.
  *
  * @since 0.3.0
+ * @category decisions
  */
 export const retriesOf = <R>(self: Handlers<R>, taskType: string): Retries.Settings =>
   self.retries?.get(taskType) ?? Retries.defaults
@@ -138,6 +149,7 @@ export const retriesOf = <R>(self: Handlers<R>, taskType: string): Retries.Setti
  * A registry from a record of task type → handler.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = <R = never>(handlers: Readonly<Record<string, Handler<R>>>): Handlers<R> => ({
   byTaskType: new Map(Object.entries(handlers))
@@ -147,6 +159,7 @@ export const make = <R = never>(handlers: Readonly<Record<string, Handler<R>>>):
  * The empty registry.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const empty: Handlers<never> = { byTaskType: new Map() }
 
@@ -154,6 +167,7 @@ export const empty: Handlers<never> = { byTaskType: new Map() }
  * A registry with one more handler (replacing an existing one for the same task type).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const add = <R, R2>(self: Handlers<R>, taskType: string, handler: Handler<R2>): Handlers<R | R2> => ({
   ...self,
@@ -164,6 +178,7 @@ export const add = <R, R2>(self: Handlers<R>, taskType: string, handler: Handler
  * The union of registries (handlers and retry policies); later ones win on a shared task type.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const merge = <R>(...registries: ReadonlyArray<Handlers<R>>): Handlers<R> => ({
   byTaskType: new Map(registries.flatMap((registry) => [...registry.byTaskType])),
@@ -174,5 +189,6 @@ export const merge = <R>(...registries: ReadonlyArray<Handlers<R>>): Handlers<R>
  * The handler of a task type, if any.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const get = <R>(self: Handlers<R>, taskType: string): Handler<R> | undefined => self.byTaskType.get(taskType)

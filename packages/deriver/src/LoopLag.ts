@@ -46,6 +46,7 @@ export interface Settings {
  * The defaults: a tick every 50 ms (20 timer callbacks a second), 2 ms of lateness per tick forgiven.
  *
  * @since 0.3.0
+ * @category defaults
  */
 export const defaults: Settings = { intervalMillis: 50, toleranceMillis: 2 }
 

@@ -36,6 +36,7 @@ import * as Scheduling from "./Scheduling.ts"
  * Overload settings (milliseconds).
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Settings {
   /** A poll (checkout plus claim) slower than this is an overload signal. */
@@ -68,6 +69,7 @@ export interface Settings {
  * - `none`: nothing to learn (no poll because every worker was busy, or a failure that is not overload).
  *
  * @since 0.2.0
+ * @category models
  */
 export type Signal = "fast" | "slow" | "cancelled" | "unavailable" | "none"
 
@@ -75,6 +77,7 @@ export type Signal = "fast" | "slow" | "cancelled" | "unavailable" | "none"
  * How a poll ended, as the loop saw it.
  *
  * @since 0.2.0
+ * @category models
  */
 export type PollResult = "succeeded" | "cancelled" | "unavailable" | "failed"
 
@@ -82,6 +85,7 @@ export type PollResult = "succeeded" | "cancelled" | "unavailable" | "failed"
  * The overload state: the floor of the poll interval (0: no overload) and since when it falls.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface State {
   /** The floor as set by the last overload signal. */
@@ -97,6 +101,7 @@ export interface State {
  * No overload.
  *
  * @since 0.2.0
+ * @category constructors
  */
 export const initial: State = { floorMillis: 0, healthySinceMillis: Infinity }
 
@@ -104,6 +109,7 @@ export const initial: State = { floorMillis: 0, healthySinceMillis: Infinity }
  * Whether the state is overloaded (a floor was set and has not been seen gone yet).
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isOverloaded = (state: State): boolean => state.floorMillis > 0
 
@@ -112,6 +118,7 @@ export const isOverloaded = (state: State): boolean => state.floorMillis > 0
  * ({@link signalOfPoll} with `lagMillis` 0).
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const signalOf = (settings: Settings, result: PollResult, elapsedMillis: number): Signal =>
   signalOfPoll(settings, { result, elapsedMillis, lagMillis: 0 })
@@ -168,6 +175,7 @@ export const signalOfPoll = (settings: Settings, timing: PollTiming): Signal => 
  * database is not one (an outage keeps the spec's schedule).
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isOverloadSignal = (signal: Signal): boolean => signal === "slow" || signal === "cancelled"
 
@@ -176,6 +184,7 @@ export const isOverloadSignal = (signal: Signal): boolean => signal === "slow" |
  * unavailable database is neither thrash nor health: the floor, if any, holds; without one it stays 0.)
  *
  * @since 0.2.0
+ * @category predicates
  */
 export const isHealthySignal = (signal: Signal): boolean => signal === "fast"
 
@@ -187,6 +196,7 @@ const decayRate = (settings: Settings): number => settings.maxMillis / settings.
  * taken off it (at most 0).
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const floorAt = (settings: Settings, state: State, nowMillis: number): number => {
   if (state.floorMillis <= 0) return 0
@@ -199,6 +209,7 @@ export const floorAt = (settings: Settings, state: State, nowMillis: number): nu
  * How long until the floor is gone, from `nowMillis` (0 without a floor; `Infinity` while it holds).
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const remainingMillis = (settings: Settings, state: State, nowMillis: number): number => {
   const floor = floorAt(settings, state, nowMillis)
@@ -214,6 +225,7 @@ export const remainingMillis = (settings: Settings, state: State, nowMillis: num
  * - `unavailable`, `none`: unchanged.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const step = (
   settings: Settings,
@@ -242,6 +254,7 @@ export const step = (
  * seeded sequence is consumed as before.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const needsDraw = (outcome: Scheduling.Outcome, signal: Signal, backoff: PollBackoff.Settings): boolean =>
   Scheduling.needsDraw(outcome, backoff) || (backoff.ratio !== 0 && isOverloadSignal(signal))
@@ -308,6 +321,7 @@ export const sleepFrom = (input: SleepInput): number => {
  * One whole decision: the schedule's, then the floor's; what the deriver loop and the simulator call.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Decision {
   readonly sleepMillis: number

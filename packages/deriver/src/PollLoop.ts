@@ -73,6 +73,7 @@ export interface Source<Claim, R> {
  * Loop settings (milliseconds).
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Options {
   readonly workers: number
@@ -116,6 +117,7 @@ export interface Options {
  * What the loop decided, for observers.
  *
  * @since 0.1.0
+ * @category models
  */
 export type Event =
   | { readonly _tag: "Started"; readonly startupDelayMillis: number }

@@ -13,6 +13,7 @@ import { Clock, Effect } from "effect"
  * One item to enqueue. Items with the same `workUnitKey` are processed one at a time, in id order.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface NewItem {
   /** The serialization key, e.g. `representation:{workspace}:{session}:{peer}`. */
@@ -34,6 +35,7 @@ export interface NewItem {
  * An unprocessed item as a worker sees it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Item {
   /** The item's id (a bigint, as a decimal string). */
@@ -57,6 +59,7 @@ export interface Item {
  * worker that lost its unit can neither read more of its items nor complete them.
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Claim {
   readonly workUnitKey: string
@@ -69,6 +72,7 @@ export interface Claim {
  * The error type of every statement here.
  *
  * @since 0.1.0
+ * @category models
  */
 export type QueryError = QueryFailed | DatabaseUnavailable
 
@@ -85,6 +89,7 @@ const tables = (schema: SchemaName.SchemaName) => ({
  * transaction mode before 1.21 cannot carry those). The measurements are in docs/results/deriver-throughput.md.
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const functions = (schema: SchemaName.SchemaName) => ({
   claim: SchemaName.qualify(schema, "queue_claim"),
@@ -98,6 +103,7 @@ export const functions = (schema: SchemaName.SchemaName) => ({
  * {@link functions}).
  *
  * @since 0.2.0
+ * @category decisions
  */
 export const calls = (schema: SchemaName.SchemaName) => {
   const { claim, record } = functions(schema)
@@ -129,6 +135,7 @@ const forRows = <A, Row = Record<string, unknown>>(
  * probe of the unit's first item, see {@link recordSql}).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const enqueue = (
   connection: Connection,
@@ -178,6 +185,7 @@ export const enqueue = (
  * process, or a fleet) take different units at once instead of all picking the oldest.
  *
  * @since 0.1.0
+ * @category statements
  */
 export const claimSql = (schema: SchemaName.SchemaName): string =>
   `${claimCtes(schema, "$3")}
@@ -242,6 +250,7 @@ const unitItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string
  * it needs a new migration that replaces the function.
  *
  * @since 0.2.0
+ * @category statements
  */
 export const claimWithItemsSql = (schema: SchemaName.SchemaName): string =>
   `${claimCtes(schema, "$4")}
@@ -257,6 +266,7 @@ FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
  * {@link claimWithItemsSql}), oldest first; "due" by the `Clock`.
  *
  * @since 0.2.0
+ * @category effects
  */
 export const claimWithItems = (
   connection: Connection,
@@ -297,6 +307,7 @@ const claimedOf = (
  * {@link Claim}s, oldest first.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const claim = (
   connection: Connection,
@@ -317,6 +328,7 @@ export const claim = (
  * rows that another transaction has locked (`FOR UPDATE SKIP LOCKED`).
  *
  * @since 0.1.0
+ * @category statements
  */
 export const cleanupStaleSql = (schema: SchemaName.SchemaName): string => {
   const { sessions } = tables(schema)
@@ -331,6 +343,7 @@ export const cleanupStaleSql = (schema: SchemaName.SchemaName): string => {
  * Removes stale ownership rows (no heartbeat for `staleAfterSeconds`); returns the freed unit keys.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const cleanupStale = (
   connection: Connection,
@@ -348,6 +361,7 @@ export const cleanupStale = (
  * it); none once the claim is no longer this worker's (fenced in the same statement).
  *
  * @since 0.1.0
+ * @category effects
  */
 export const nextItems = (
   connection: Connection,
@@ -386,6 +400,7 @@ const itemOf = (
  * letter (left unprocessed, never claimed, its unit's later items go on; see {@link replay}).
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Outcome {
   readonly item: Item
@@ -409,6 +424,7 @@ export interface Outcome {
  * many items it marked (an item already marked by someone else is not marked again).
  *
  * @since 0.2.0
+ * @category models
  */
 export interface Recorded {
   readonly owned: boolean
@@ -437,6 +453,7 @@ const outcomesJson = (outcomes: ReadonlyArray<Outcome>): string =>
  * replaces the function.
  *
  * @since 0.2.0
+ * @category statements
  */
 export const recordSql = (schema: SchemaName.SchemaName): string => {
   const { queue, sessions } = tables(schema)
@@ -489,6 +506,7 @@ export const recordSql = (schema: SchemaName.SchemaName): string => {
  * when the process dies is handled again by the next owner (at-least-once).
  *
  * @since 0.2.0
+ * @category effects
  */
 export const record = (
   connection: Connection,
@@ -519,6 +537,7 @@ export const record = (
  * claimed unit, or one row with no unit.
  *
  * @since 0.2.0
+ * @category statements
  */
 export const recordAndClaimSql = (schema: SchemaName.SchemaName): string => {
   const { claim } = functions(schema)
@@ -533,6 +552,7 @@ LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::te
  * unit takes its next one in the same round trip. Nothing is claimed when the record found the claim gone.
  *
  * @since 0.2.0
+ * @category effects
  */
 export const recordAndClaim = (
   connection: Connection,
@@ -578,6 +598,7 @@ export const recordAndClaim = (
  * {@link record} of one outcome. Returns whether the claim still holds.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const complete = (
   connection: Connection,
@@ -592,6 +613,7 @@ export const complete = (
  * Bumps a claim's heartbeat; returns whether the claim still holds.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const heartbeat = (
   connection: Connection,
@@ -612,6 +634,7 @@ export const heartbeat = (
  * were deleted.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const release = (
   connection: Connection,
@@ -633,6 +656,7 @@ export const release = (
  * Releases every ownership row of `owner` (shutdown). Returns how many rows were deleted.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const releaseOwner = (
   connection: Connection,
@@ -650,6 +674,7 @@ export const releaseOwner = (
  * transaction holds, and never touches unprocessed items.
  *
  * @since 0.2.0
+ * @category effects
  */
 export const pruneHistory = (
   connection: Connection,
@@ -675,6 +700,7 @@ export const pruneHistory = (
  * unit's later items go on) until it is {@link replay}ed.
  *
  * @since 0.3.0
+ * @category models
  */
 export interface DeadLetter {
   readonly id: string
@@ -692,6 +718,7 @@ export interface DeadLetter {
  * Which dead letters a listing or a replay means: one item, a unit's, a task type's, or all.
  *
  * @since 0.3.0
+ * @category models
  */
 export type DeadLetterSelector =
   | { readonly _tag: "Item"; readonly id: string }
@@ -718,6 +745,7 @@ const selects = (selector: DeadLetterSelector, n: number): { readonly where: str
  * `queue_dead_idx`).
  *
  * @since 0.3.0
+ * @category effects
  */
 export const deadLetters = (
   connection: Connection,
@@ -759,6 +787,7 @@ export const deadLetters = (
  * Dead letters by task type (for the queue status and metrics).
  *
  * @since 0.3.0
+ * @category effects
  */
 export const deadLetterCounts = (
   connection: Connection,
@@ -778,6 +807,7 @@ export const deadLetterCounts = (
  * unit's live items with later ids, after the ones that went on while it was dead.
  *
  * @since 0.3.0
+ * @category effects
  */
 export const replay = (
   connection: Connection,

@@ -30,6 +30,7 @@ import * as Queue from "./Queue.ts"
  *    server's clock).
  *
  * @since 0.1.0
+ * @category constants
  */
 export const migrations: ReadonlyArray<Migrator.Migration> = [
   {
@@ -218,5 +219,6 @@ FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
  * The queue as a {@link Migrator.Component}.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const component: Migrator.Component = { name: "queue", migrations }

@@ -16,6 +16,7 @@ import { Effect, Schema } from "effect"
  * with its error, never run again: the behaviour before retries) or `retry` (a transient failure).
  *
  * @since 0.3.0
+ * @category models
  */
 export type UnknownErrors = "fail" | "retry"
 
@@ -23,6 +24,7 @@ export type UnknownErrors = "fail" | "retry"
  * A task type's retry policy. Every field has a default ({@link defaults}).
  *
  * @since 0.3.0
+ * @category models
  */
 export interface Options {
   /** Runs of the handler before the item is a dead letter, the first included (an integer ≥ 1). */
@@ -39,6 +41,7 @@ export interface Options {
  * A validated policy.
  *
  * @since 0.3.0
+ * @category models
  */
 export interface Settings {
   readonly maxAttempts: number
@@ -55,6 +58,7 @@ export interface Settings {
  * item within the hour.
  *
  * @since 0.3.0
+ * @category defaults
  */
 export const defaults: Settings = {
   maxAttempts: 15,
@@ -72,6 +76,7 @@ const checkUnknown = Parameters.check(Schema.Literals(["fail", "retry"]), "\"fai
  * Validates a policy, the defaults filling what it leaves out; the error names the field.
  *
  * @since 0.3.0
+ * @category constructors
  */
 export const settings = (options: Options = {}): Effect.Effect<Settings, InvalidParameter.InvalidParameter> =>
   Effect.gen(function*() {
@@ -88,6 +93,7 @@ export const settings = (options: Options = {}): Effect.Effect<Settings, Invalid
  * What a transient failure leads to: a retry at `atMillis` (epoch milliseconds), or a dead letter.
  *
  * @since 0.3.0
+ * @category models
  */
 export type Decision =
   | { readonly _tag: "Retry"; readonly atMillis: number }
@@ -101,6 +107,7 @@ export type Decision =
  * same second do not come back together), never before now.
  *
  * @since 0.3.0
+ * @category decisions
  */
 export const decide = (
   settings: Settings,

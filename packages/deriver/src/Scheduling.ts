@@ -17,6 +17,7 @@ import { Jitter, PollBackoff } from "@resilience/jitter"
  * - `error`: the poll failed (e.g. the database is unavailable).
  *
  * @since 0.1.0
+ * @category models
  */
 export type Outcome = "claimed" | "empty" | "busy" | "error"
 
@@ -24,6 +25,7 @@ export type Outcome = "claimed" | "empty" | "busy" | "error"
  * The outcomes, for metrics and reports.
  *
  * @since 0.1.0
+ * @category constants
  */
 export const outcomes: ReadonlyArray<Outcome> = ["claimed", "empty", "busy", "error"]
 
@@ -31,6 +33,7 @@ export const outcomes: ReadonlyArray<Outcome> = ["claimed", "empty", "busy", "er
  * The next sleep (milliseconds, 0 = poll again at once) and the backoff state after it.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Decision {
   readonly sleepMillis: number
@@ -42,6 +45,7 @@ export interface Decision {
  * sequence is used identically by every caller).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const needsDraw = (outcome: Outcome, settings: PollBackoff.Settings): boolean =>
   outcome !== "claimed" && settings.ratio !== 0
@@ -54,6 +58,7 @@ export const needsDraw = (outcome: Outcome, settings: PollBackoff.Settings): boo
  *   worker becomes free: a local event, see `Overload.decide`'s `wakeable`).
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const decide = (
   settings: PollBackoff.Settings,
@@ -78,6 +83,7 @@ export const decide = (
  * steady rate from the first poll; a claim still resets to the base).
  *
  * @since 0.1.0
+ * @category models
  */
 export type InitialInterval = "base" | "max"
 
@@ -85,6 +91,7 @@ export type InitialInterval = "base" | "max"
  * The backoff state before the first poll. With the backoff disabled the interval is always the base.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const initialState = (settings: PollBackoff.Settings, initial: InitialInterval): PollBackoff.State => ({
   currentMillis: initial === "max" && settings.enabled ? settings.maxMillis : settings.baseMillis
@@ -94,6 +101,7 @@ export const initialState = (settings: PollBackoff.Settings, initial: InitialInt
  * The delay before the first poll, uniform in [0, startupMillis), for a uniform draw `u`.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const startupDelay = (startupMillis: number, u: number): number => Jitter.startupDelayFrom(startupMillis, u)
 
@@ -102,6 +110,7 @@ export const startupDelay = (startupMillis: number, u: number): number => Jitter
  * cleanups do not align either.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const cleanupDelay = (intervalMillis: number, ratio: number, u: number): number =>
   Jitter.jitterFrom(intervalMillis, ratio, u)
