@@ -22,24 +22,6 @@ export class ReadinessProbe extends Context.Service<ReadinessProbe, {
 }>()("@resilience/admission/ReadinessProbe") {}
 
 /**
- * The readiness probe as a service.
- *
- * @deprecated since 0.2.0: use `ReadinessProbe` (the same service under its new name)
- * @since 0.1.0
- * @category constants
- */
-export const Readiness = ReadinessProbe
-
-/**
- * The readiness probe as a service.
- *
- * @deprecated since 0.2.0: use `ReadinessProbe` (the same service under its new name)
- * @since 0.1.0
- * @category models
- */
-export type Readiness = ReadinessProbe
-
-/**
  * Default cache window: 1 s (a probe every second at most reaches the database, whatever the probe rate).
  *
  * @since 0.1.0

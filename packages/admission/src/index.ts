@@ -69,11 +69,3 @@ export * as Metrics from "./Metrics.ts"
  * @since 0.2.0
  */
 export * as ReadinessProbe from "./ReadinessProbe.ts"
-
-/**
- * The readiness probe: a single-flight, cached `SELECT 1` through the gate.
- *
- * @deprecated since 0.2.0: use `ReadinessProbe` (the same module under its new name)
- * @since 0.1.0
- */
-export * as Readiness from "./ReadinessProbe.ts"

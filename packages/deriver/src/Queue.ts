@@ -594,22 +594,6 @@ export const recordAndClaim = (
     ))
 
 /**
- * Marks one item processed (with `error` when its handler failed) and bumps the unit's heartbeat: a
- * {@link record} of one outcome. Returns whether the claim still holds.
- *
- * @since 0.1.0
- * @category effects
- */
-export const complete = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  item: Item,
-  claim: Claim,
-  error: string | undefined
-): Effect.Effect<boolean, QueryError> =>
-  Effect.map(record(connection, schema, claim, [{ item, error }], false), (r) => r.owned)
-
-/**
  * Bumps a claim's heartbeat; returns whether the claim still holds.
  *
  * @since 0.1.0

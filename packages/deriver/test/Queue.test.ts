@@ -136,15 +136,15 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(yield* on(Queue.cleanupStale, 300), ["locked"])
     }))
 
-  it.effect("complete marks the item (owner, claim, time) only while the claim holds, and reports whether it does", () =>
+  it.effect("record marks the item (owner, claim, time) only while the claim holds, and reports whether it does", () =>
     Effect.gen(function*() {
       const { db, on, queue } = yield* freshQueue
       yield* on(Queue.enqueue, items("u", 2))
       const [claim] = yield* on(Queue.claim, 1, "me")
       const [first, second] = yield* on(Queue.nextItems, claim!, 10)
-      assert.isTrue(yield* on(Queue.complete, first!, claim!, undefined))
+      assert.isTrue((yield* on(Queue.record, claim!, [{ item: first!, error: undefined }], false)).owned)
       assert.isFalse(
-        yield* on(Queue.complete, second!, { ...claim!, owner: "not-me" }, "boom")
+        (yield* on(Queue.record, { ...claim!, owner: "not-me" }, [{ item: second!, error: "boom" }], false)).owned
       )
       const rows = yield* db.query<
         { processed: boolean; error: string | null; by: string | null; claim: string | null; at: boolean }
@@ -172,7 +172,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.notStrictEqual(current!.id, old!.id)
       // The old claim: no items, no completion, no heartbeat, no release of the new row.
       assert.deepStrictEqual(yield* on(Queue.nextItems, old!, 10), [])
-      assert.isFalse(yield* on(Queue.complete, item!, old!, undefined))
+      assert.isFalse((yield* on(Queue.record, old!, [{ item: item!, error: undefined }], false)).owned)
       assert.isFalse(yield* on(Queue.heartbeat, old!))
       assert.strictEqual(yield* on(Queue.release, [old!]), 0)
       assert.strictEqual(
@@ -181,7 +181,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       )
       // The current claim works.
       assert.strictEqual((yield* on(Queue.nextItems, current!, 10)).length, 3)
-      assert.isTrue(yield* on(Queue.complete, item!, current!, undefined))
+      assert.isTrue((yield* on(Queue.record, current!, [{ item: item!, error: undefined }], false)).owned)
     }))
 
   it.effect("the claim reads the partial index of unprocessed rows, not the history", () =>

@@ -31,27 +31,3 @@ export * as RetryJitter from "./RetryJitter.ts"
  * @since 0.2.0
  */
 export * as JitterSchedules from "./JitterSchedules.ts"
-
-/**
- * The poll backoff and Brooker's jitters as Effect `Schedule`s.
- *
- * @deprecated since 0.2.0: use `JitterSchedules` (the same module under its new name)
- * @since 0.1.0
- */
-export * as Schedules from "./JitterSchedules.ts"
-
-/**
- * Parameter validation with `Schema`.
- *
- * @deprecated since 0.2.0: use `Parameters` of `@resilience/parameters` (this is the same module, re-exported)
- * @since 0.1.0
- */
-export { Parameters } from "@resilience/parameters"
-
-/**
- * The typed error for a parameter outside its allowed range.
- *
- * @deprecated since 0.2.0: use `InvalidParameter` of `@resilience/parameters` (this is the same module, re-exported)
- * @since 0.1.0
- */
-export { InvalidParameter } from "@resilience/parameters"

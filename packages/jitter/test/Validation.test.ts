@@ -1,7 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { InvalidParameter, Parameters } from "@resilience/parameters"
+import { InvalidParameter } from "@resilience/parameters"
 import { Duration, Effect, Schedule } from "effect"
-import * as Index from "../src/index.ts"
 import { Jitter, JitterSchedules, PollBackoff, RetryJitter } from "../src/index.ts"
 
 /** What an InvalidParameter names. */
@@ -169,12 +168,4 @@ describe("Jitter: a bad argument is a defect carrying InvalidParameter", () => {
       assert.strictEqual(defect.parameter, "duration")
       assert.strictEqual(defect.allowed, NON_NEGATIVE)
     }))
-})
-
-describe("deprecated names (kept for one release)", () => {
-  it("Schedules, InvalidParameter and Parameters are the modules under their new names", () => {
-    assert.strictEqual(Index.Schedules, Index.JitterSchedules)
-    assert.strictEqual(Index.InvalidParameter, InvalidParameter)
-    assert.strictEqual(Index.Parameters, Parameters)
-  })
 })
