@@ -159,7 +159,6 @@ const capacity = <R>(ctx: Shared<R>) => (held: number): Effect.Effect<number | "
   Effect.gen(function*() {
     if (yield* ctx.gate.blocked) return "blocked" as const
     const state = yield* ctx.gate.state
-    yield* Metric.update(DeriverMetrics.checkoutLimit, Math.floor(state.limit.limit))
     return Math.max(0, Math.floor(state.limit.limit) - held)
   })
 

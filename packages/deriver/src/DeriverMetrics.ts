@@ -54,16 +54,6 @@ export const overloadFloor = Metric.gauge("deriver_overload_floor_seconds", {
 })
 
 /**
- * Concurrent checkouts the process allows itself (AIMD limit): `deriver_checkout_limit`.
- *
- * @since 0.2.0
- * @category metrics
- */
-export const checkoutLimit = Metric.gauge("deriver_checkout_limit", {
-  description: "Concurrent database checkouts this deriver allows itself (lowered when connections are refused)"
-})
-
-/**
  * Work units claimed: `deriver_claims_total`.
  *
  * @since 0.1.0
