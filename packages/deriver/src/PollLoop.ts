@@ -211,15 +211,20 @@ export const start = <Claim, R>(
       // the unit being released no longer counts
       return Effect.map(source.capacity(held.size - 1), (room) => room === "blocked" ? 0 : Math.min(1, room))
     })
-    const slowPollMillis = options.overload?.slowPollMillis
+    const lag = options.lag ?? Effect.succeed(0)
+    const overloadSettings = options.overload
+    // a claim along is slow as a poll is: by the database's share of its time, the process's own lag left out
     const along: Along = (statement) =>
       Effect.flatMap(alongLimit, (limit) =>
-        limit === 0 || slowPollMillis === undefined
+        limit === 0 || overloadSettings === undefined
           ? statement(limit)
-          : Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+          : Effect.flatMap(Effect.all([Clock.currentTimeMillis, lag]), ([startedAt, lagAtStart]) =>
             Effect.tap(statement(limit), () =>
-              Effect.map(Clock.currentTimeMillis, (now) => {
-                if (now - startedAt > slowPollMillis) alongPaused = true
+              Effect.map(Effect.all([Clock.currentTimeMillis, lag]), ([now, lagNow]) => {
+                const timing = { elapsedMillis: now - startedAt, lagMillis: lagNow - lagAtStart }
+                if (Overload.databaseMillis(overloadSettings, timing) > overloadSettings.slowPollMillis) {
+                  alongPaused = true
+                }
               }))))
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
@@ -236,7 +241,6 @@ export const start = <Claim, R>(
     // worker freed after that look always ends the busy sleep that follows.
     let workerFreed = yield* Deferred.make<void>()
 
-    const lag = options.lag ?? Effect.succeed(0)
     const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
 
     /** The wakes' coalescing state ({@link PollLoop.wake}). */

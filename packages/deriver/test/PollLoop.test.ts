@@ -530,6 +530,39 @@ describe("PollLoop claim along", () => {
       yield* loop.shutdown
     }))
 
+  it.effect("a claim along slow only by the process's own lag does not pause claiming along", () =>
+    Effect.gen(function*() {
+      const alongs: Array<readonly [string, number]> = []
+      let polls = 0
+      let processMillis = 0 // the process's own time (LoopLag), advanced by the slow statement below
+      const loop = yield* PollLoop.start({
+        key: unitKey,
+        poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : []),
+        process: (unit, along) =>
+          Effect.gen(function*() {
+            yield* Effect.sleep("100 millis")
+            return yield* along((n) =>
+              Effect.gen(function*() {
+                alongs.push([unit, n])
+                if (n === 0 || unit === "u2") return []
+                yield* Effect.sleep("80 millis") // as slow as the test above, all of it the process's own delay
+                processMillis += 75
+                return [unit === "u0" ? "u1" : "u2"]
+              })
+            )
+          }),
+        releaseAll: Effect.void
+      }, {
+        ...oneWorkerAlong,
+        overload: { slowPollMillis: 50, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
+        lag: Effect.sync(() => processMillis)
+      })
+      for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
+      // 80 ms elapsed, 75 of them the process's: 5 ms of database time, not slow; u1's record claims u2 along
+      assert.deepStrictEqual(alongs, [["u0", 1], ["u1", 1], ["u2", 1]])
+      yield* loop.shutdown
+    }))
+
   it.effect("no claim along once a shutdown has begun", () =>
     Effect.gen(function*() {
       const { alongs, loop, starts } = yield* alongLoop((index) => index === 0 ? ["first"] : "empty")
