@@ -448,18 +448,30 @@ const mapCommand = Command.make(
 const chartCommand = Command.make(
   "chart",
   {
-    from: Flag.String("from").pipe(Flag.withDescription("a --json document of sweep")),
-    configuration: Flag.String("configuration").pipe(Flag.withDescription("the sweep configuration to draw")),
+    from: Flag.String("from").pipe(Flag.withDescription("a --json document of sweep or of map")),
+    configuration: Flag.String("configuration").pipe(
+      Flag.withDescription("the sweep configuration to draw (not for a map)"),
+      Flag.withDefault("")
+    ),
     out: Flag.String("out").pipe(Flag.withDescription("the SVG to write"))
   },
   Effect.fn(function*(input) {
     const fs = yield* FileSystem.FileSystem
     const document = JSON.parse(yield* fs.readFileString(input.from)) as {
+      readonly settings?: Settings.Settings
       readonly cells: ReadonlyArray<{
         readonly configuration: string
         readonly policy: string
         readonly lab: Parameters<typeof LabChart.fromDocument>[0]
       }>
+    }
+    if (document.settings !== undefined) {
+      // a map's document: its cells are the map's
+      const cells = document.cells as unknown as ReadonlyArray<LabMap.Cell>
+      return yield* write(
+        Option.some(input.out),
+        LabMap.chart(`outage lab map: ${describe(document.settings)}`, cells)
+      )
     }
     const cells = document.cells.filter((c) => c.configuration === input.configuration)
     if (cells.length === 0) {
@@ -479,7 +491,7 @@ const chartCommand = Command.make(
       )
     )
   })
-).pipe(Command.withDescription("Draw one configuration of a sweep's --json document"))
+).pipe(Command.withDescription("Draw one configuration of a sweep's --json document, or a map's"))
 
 /** The `lab` command and its subcommands. */
 export const command = Command.make("lab").pipe(

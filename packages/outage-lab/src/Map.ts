@@ -137,8 +137,11 @@ export const table = (cells: ReadonlyArray<Cell>): string => {
 }
 
 /** The map as heat maps, one per policy and side (lab, simulator), the simulator's `Chart.grid`. */
-export const chart = (title: string, cells: ReadonlyArray<Cell>): Effect.Effect<string> =>
-  Chart.grid(
+export const chart = (title: string, cells: ReadonlyArray<Cell>): Effect.Effect<string> => {
+  const policies = [...new Set(cells.map((c) => c.policy))]
+  // the maps side by side in the order policy by policy, lab before simulator (the grid takes first appearance)
+  const order = (c: Cell, side: string) => policies.indexOf(c.policy) * 2 + (side === "lab" ? 0 : 1)
+  return Chart.grid(
     title,
     cells.flatMap((c) => {
       const sides: Array<[string, Verdict | null]> = [["lab", c.lab], ["simulator", c.sim]]
@@ -147,8 +150,10 @@ export const chart = (title: string, cells: ReadonlyArray<Cell>): Effect.Effect<
         y: `${c.apiRps}/s`,
         outcome: v!.outcome,
         label: verdictText(v),
-        column: `${c.policy}, ${side}`
+        column: `${c.policy}, ${side}`,
+        order: order(c, side)
       }))
-    }),
+    }).sort((a, b) => a.order - b.order).map((cell) => ({ ...cell, order: undefined })),
     { x: "stall (trigger) duration", y: "offered API load" }
   )
+}
