@@ -431,9 +431,7 @@ const mapCommand = Command.make(
       }
     }
     yield* Console.log(
-      `\nper cell: lab / simulator — recovered N s after the stall ended (no client at the limit, no refusal for good), or collapsed (still so in the last ${LabMap.tail} s)\n${
-        LabMap.table(cells)
-      }`
+      `\n${LabMap.legend}\n${LabMap.table(cells)}`
     )
     yield* write(
       input.json,
@@ -466,8 +464,14 @@ const chartCommand = Command.make(
       }>
     }
     if (document.settings !== undefined) {
-      // a map's document: its cells are the map's
-      const cells = document.cells as unknown as ReadonlyArray<LabMap.Cell>
+      // a map's document: its cells judged again by today's rule from what they recorded, the table and the chart
+      const observe = (document as unknown as { readonly observeSeconds: number }).observeSeconds
+      const cells = (document.cells as unknown as ReadonlyArray<LabMap.Cell>).map((c) => ({
+        ...c,
+        lab: c.lab === null ? null : LabMap.rejudge(c.lab, observe),
+        sim: LabMap.rejudge(c.sim, observe)
+      }))
+      yield* Console.log(`${LabMap.legend}\n${LabMap.table(cells)}`)
       return yield* write(
         Option.some(input.out),
         LabMap.chart(`outage lab map: ${describe(document.settings)}`, cells)

@@ -2,9 +2,12 @@
  * The map: trigger size (stall seconds) × offered load (API requests per second), each cell run on fresh real
  * parts under a policy and beside the simulator's run of the same parameters (the pooler's costs measured),
  * each judged by one rule on both sides: the pooler is **saturated** in a second when its clients are at
- * `max_client_conn` or it refused someone; a cell **recovers** when the last saturated second after the
- * trigger's end comes before the last `tail` seconds of the run (and then in how long), and **stays
- * collapsed** when it is saturated in any of them. The shape of Huang et al., OSDI '22's retry table.
+ * `max_client_conn` or it refused someone. A cell **stays collapsed** when it is saturated in at least 90 % of
+ * the seconds after the trigger's end (the simulator's own `collapsed` rule, `Sweep.classify`, on this
+ * quantity); it **relapses** when it is saturated in one of the last `tail` seconds but less often than that
+ * (bursts: the unjittered fleet's herd, the one Node process's pauses); otherwise it **recovers**, in the
+ * seconds from the trigger's end to the end of its last saturated second. The shape of Huang et al.,
+ * OSDI '22's retry table.
  */
 import { Chart, Report, Simulation } from "@resilience/fleet-sim"
 import type { Model } from "@resilience/fleet-sim"
@@ -14,13 +17,26 @@ import type * as Lab from "./Lab.ts"
 import { type Settings, triggerEndSeconds } from "./Settings.ts"
 import * as SimParams from "./SimParams.ts"
 
-/** Seconds at the end of a run in which a saturated second means "still collapsed at the horizon". */
+/** Seconds at the end of a run in which a saturated second means "not recovered at the horizon". */
 export const tail = 5
+
+/** The share of seconds after the trigger's end that a collapsed cell is saturated in. */
+export const collapsedShare = 0.9
+
+/** What became of a cell: the simulator's `Sweep` outcomes but `slow recovery` (the recovery time says it). */
+export type Outcome = "recovers" | "relapses" | "collapsed"
+
+/**
+ * The outcome of `saturatedAfter` saturated seconds among the `window` after the trigger's end, and whether one
+ * of the last `tail` seconds was saturated.
+ */
+export const outcomeOf = (saturatedAfter: number, window: number, endsSaturated: boolean): Outcome =>
+  window > 0 && saturatedAfter >= collapsedShare * window ? "collapsed" : endsSaturated ? "relapses" : "recovers"
 
 /** A cell's verdict: recovered (seconds after the trigger's end), or still collapsed at the horizon. */
 export interface Verdict {
-  readonly outcome: "recovers" | "collapsed"
-  /** Seconds from the trigger's end to the end of the last saturated second; `null` when collapsed. */
+  readonly outcome: Outcome
+  /** Seconds from the trigger's end to the end of the last saturated second; `null`: saturated in the last seconds. */
   readonly recoverySeconds: number | null
   /** Saturated seconds after the trigger's end. */
   readonly saturatedAfter: number
@@ -53,10 +69,10 @@ export const judge = (
     refused += refusals[s] ?? 0
     ok += goodput[s] ?? 0
   }
-  const collapsed = last >= horizon - tail
+  const endsSaturated = last >= horizon - tail
   return {
-    outcome: collapsed ? "collapsed" : "recovers",
-    recoverySeconds: collapsed ? null : last < 0 ? 0 : last + 1 - end,
+    outcome: outcomeOf(count, horizon - end, endsSaturated),
+    recoverySeconds: endsSaturated ? null : last < 0 ? 0 : last + 1 - end,
     saturatedAfter: count,
     refusalsAfter: refused,
     goodputAfter: horizon > end ? ok / (horizon - end) : 0
@@ -113,9 +129,30 @@ export interface Cell {
   readonly sampleRate: number
 }
 
-/** "12 s" or "collapsed" (or "–" when not run). */
+/** "12 s", "relapses (9 s)" with its saturated seconds, or "collapsed" (or "–" when not run). */
 export const verdictText = (v: Verdict | null): string =>
-  v === null ? "–" : v.outcome === "collapsed" ? "collapsed" : `${Report.recovery(v.recoverySeconds)}`
+  v === null
+    ? "–"
+    : v.outcome === "collapsed"
+    ? "collapsed"
+    : v.outcome === "relapses"
+    ? `relapses (${v.saturatedAfter} s)`
+    : `${Report.recovery(v.recoverySeconds)}`
+
+/**
+ * A verdict judged again by today's rule from what it recorded (its saturated seconds, whether it ended
+ * saturated), over `window` seconds after the trigger: for documents written by an earlier rule.
+ */
+export const rejudge = (v: Verdict, window: number): Verdict => ({
+  ...v,
+  outcome: outcomeOf(v.saturatedAfter, window, v.recoverySeconds === null)
+})
+
+/** What the table's entries mean. */
+export const legend =
+  `per cell: lab / simulator — N s: recovered N s after the stall ended (no client at the limit, no refusal, for good); ` +
+  `collapsed: saturated (clients at the limit, or refusals) in ${collapsedShare * 100} % of the seconds after it; ` +
+  `relapses (N s): saturated in one of the last ${tail} s, N s in all`
 
 /** The table: one row per load, per stall a column for each policy's lab and simulator verdicts. */
 export const table = (cells: ReadonlyArray<Cell>): string => {
