@@ -57,11 +57,14 @@ export const send = (
       : netConnect({ host: address.host, port: address.port })
     let secure: TLSSocket | undefined
     let finished = false
-    const done = () => {
-      if (finished) return
+    const close = () => {
       finished = true
       secure?.destroy()
       socket.destroy()
+    }
+    const done = () => {
+      if (finished) return
+      close()
       resume(Effect.void)
     }
     socket.setTimeout(timeoutMillis, done)
@@ -70,12 +73,15 @@ export const send = (
     socket.once("connect", () => {
       if (tls === undefined) {
         socket.write(message(key))
+        // reading lets the server's close arrive (it sends nothing)
+        socket.resume()
         return
       }
       socket.write(sslRequest())
       socket.once("data", (answer: Buffer) => {
         if (answer[0] !== 0x53) {
           socket.write(message(key))
+          socket.resume()
           return
         }
         secure = tlsConnect({ ...tls, socket })
@@ -86,5 +92,5 @@ export const send = (
         secure.resume()
       })
     })
-    return Effect.sync(done)
+    return Effect.sync(close)
   }).pipe(Effect.timeoutOrElse({ duration: timeoutMillis, orElse: () => Effect.void }))
