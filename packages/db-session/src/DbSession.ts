@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Config, ConfigProvider, Context, Duration, Effect, Exit, Layer, Metric, Redacted } from "effect"
+import { Clock, Config, ConfigProvider, Context, Duration, Effect, Exit, Fiber, Layer, Metric, Redacted } from "effect"
 import * as Classify from "./Classify.ts"
 import type { Connection } from "./Connection.ts"
 import * as DbConfig from "./DbConfig.ts"
@@ -168,13 +168,19 @@ export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
         if (released()) return Effect.die(new Error("a Connection was used after its checkout ended"))
         return Effect.gen(function*() {
           const startedAt = yield* Clock.currentTimeNanos
-          return yield* raw.query(sql, params).pipe(
-            // Interrupting the statement (the deadline, a shutdown, a request that gave up) closes its connection
-            // and cancels it on the server: a statement waiting on a lock would otherwise run on until it next
-            // writes to the socket.
-            Effect.onInterrupt(() => Effect.asVoid(Effect.forkDetach(raw.cancel(connectTimeoutMillis)))),
+          // The statement runs in a fiber of its own so that, at the deadline or when the caller is interrupted
+          // (a shutdown, a request that gave up), it is cancelled on the server *before* its connection is
+          // destroyed (interrupting the raw query destroys it): a statement waiting on a lock would otherwise run
+          // on until it next writes to the socket, and through a pooler the cancel key is the client
+          // connection's, which the pooler forgets once that connection is gone (PgBouncer then drops the
+          // cancel). The cancel is bounded by the connect timeout.
+          const running = yield* Effect.forkChild(raw.query(sql, params))
+          const stop = Effect.andThen(raw.cancel(connectTimeoutMillis), Fiber.interrupt(running))
+          return yield* Fiber.join(running).pipe(
+            Effect.onInterrupt(() => stop),
             Effect.timeoutOrElse({
               duration: statementDeadlineMillis,
+              // the deadline interrupts the join: `stop` above has run (cancelled, then destroyed) by now
               orElse: () => Effect.fail(statementTimedOut(statementDeadlineMillis))
             }),
             Effect.catch((error) =>

@@ -6,6 +6,7 @@
  * `Tls`).
  */
 import { Effect } from "effect"
+import type { ConnectionOptions } from "node:tls"
 import pg from "pg"
 import * as Cancel from "./Cancel.ts"
 import {
@@ -24,19 +25,25 @@ interface BackendFields {
   readonly secretKey: number | null
 }
 
-const cancel = (client: pg.Client, timeoutMillis: number): Effect.Effect<void> =>
+/** A cancel over TLS when the connection runs TLS (`ssl`: its Node TLS options; pg has no plain fallback). */
+const cancel = (client: pg.Client, ssl: ConnectionOptions | undefined, timeoutMillis: number): Effect.Effect<void> =>
   Effect.suspend(() => {
     const { host, port, processID, secretKey } = client as unknown as BackendFields
     return processID === null || secretKey === null
       ? Effect.void
-      : Cancel.send({ host, port }, { pid: processID, secret: secretKey }, timeoutMillis)
+      : Cancel.send({ host, port }, { pid: processID, secret: secretKey }, timeoutMillis, ssl)
   })
 
 const destroy = (client: pg.Client): void => {
   client.connection.stream.destroy()
 }
 
-const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void): RawConnection => {
+const wrap = (
+  client: pg.Client,
+  ssl: ConnectionOptions | undefined,
+  isBroken: () => boolean,
+  markBroken: () => void
+): RawConnection => {
   // The notices of the statement running now (one at a time on a connection): pg emits them before the answer.
   let notices: Array<unknown> = []
   client.on("notice", (notice) => notices.push(notice))
@@ -62,7 +69,7 @@ const wrap = (client: pg.Client, isBroken: () => boolean, markBroken: () => void
         })
       }),
     reusable: () => !isBroken() && client.getTransactionStatus() === "I",
-    cancel: (timeoutMillis) => cancel(client, timeoutMillis),
+    cancel: (timeoutMillis) => cancel(client, ssl, timeoutMillis),
     invalidate: markBroken,
     close: Effect.callback<void>((resume) => {
       markBroken()
@@ -95,7 +102,7 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
     client.on("error", markBroken)
     client.on("end", markBroken)
     client.connect().then(
-      () => resume(Effect.succeed(wrap(client, () => broken, markBroken))),
+      () => resume(Effect.succeed(wrap(client, options.tls.ssl, () => broken, markBroken))),
       (error: unknown) => {
         markBroken()
         destroy(client)

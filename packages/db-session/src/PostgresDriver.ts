@@ -140,7 +140,10 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
         }),
       reusable: () => !broken,
       cancel: (timeoutMillis) =>
-        address === undefined || backend === undefined ? Effect.void : Cancel.send(address, backend, timeoutMillis),
+        address === undefined || backend === undefined
+          ? Effect.void
+          // over TLS when the connection runs TLS (not under `prefer` when the server answered "N")
+          : Cancel.send(address, backend, timeoutMillis, tlsRefused ? undefined : options.tls.ssl),
       invalidate: () => {
         broken = true
       },

@@ -6,20 +6,26 @@
  */
 import { DbSession } from "@resilience/db-session"
 import { Queue } from "@resilience/deriver"
-import { PgBouncer } from "@resilience/test-db"
 import { Clock, Effect } from "effect"
+import { loadavg } from "node:os"
 import pg from "pg"
 import * as Fleet from "./Fleet.ts"
 import * as Pooler from "./Pooler.ts"
-import { type Auth, defaults } from "./Settings.ts"
+import { type Auth, defaults, type Settings } from "./Settings.ts"
 
 /** The measured costs, milliseconds. */
 export interface Calibration {
   readonly auth: Auth
+  readonly tls: Settings["tls"]
+  readonly tlsKey: Settings["tlsKey"]
+  /** The CPU the pooler was pinned to (-1: not pinned). */
+  readonly poolerCpu: number
+  /** `uptime`'s load averages (1, 5, 15 min) when the measurement ended: other work on the machine. */
+  readonly loadAverage: ReadonlyArray<number>
   readonly samples: number
-  /** PgBouncer CPU per accepted connection (login and close, no statement). */
+  /** The pooler's CPU (PgBouncer, and stunnel in front) per accepted connection (TLS, login and close, no statement). */
   readonly connectCostMillis: number
-  /** PgBouncer CPU per connection refused at `max_client_conn`. */
+  /** The pooler's CPU per connection refused at `max_client_conn` (after its TLS handshake, if any). */
   readonly rejectCostMillis: number
   /** PgBouncer CPU per relayed one-statement transaction. */
   readonly relayCostMillis: number
@@ -41,7 +47,10 @@ const connections = (url: string, count: number, concurrency: number) =>
     const worker = async () => {
       while (next < count) {
         next++
-        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 })
+        const client = new pg.Client({
+          ...Pooler.clientConfig(url, "lab-calibration"),
+          connectionTimeoutMillis: 10_000
+        })
         client.on("error", () => undefined)
         const ok = await client.connect().then(() => true, () => false)
         if (ok) {
@@ -54,21 +63,23 @@ const connections = (url: string, count: number, concurrency: number) =>
     return accepted
   })
 
-/** PgBouncer CPU and wall time around `effect`. */
-const timed = <A, E, R>(pid: number, effect: Effect.Effect<A, E, R>) =>
+/** The pooler's CPU and wall time around `effect`. */
+const timed = <A, E, R>(pids: ReadonlyArray<number>, effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
-    const cpu = Pooler.cpuSeconds(pid)
+    const cpu = Pooler.cpuSecondsOf(pids)
     const start = yield* Clock.currentTimeMillis
     const value = yield* effect
     return {
       value,
-      cpuMillis: (Pooler.cpuSeconds(pid) - cpu) * 1000,
+      cpuMillis: (Pooler.cpuSecondsOf(pids) - cpu) * 1000,
       wallMillis: (yield* Clock.currentTimeMillis) - start
     }
   })
 
 /** Measures on fresh parts (`samples` attempts of each kind). */
-export const measure = (options: { readonly auth: Auth; readonly samples: number }) =>
+export const measure = (
+  options: Pick<Settings, "auth" | "tls" | "tlsKey" | "poolerCpu"> & { readonly samples: number }
+) =>
   Effect.scoped(Effect.gen(function*() {
     const { samples } = options
     const parts = yield* Pooler.start({
@@ -76,31 +87,40 @@ export const measure = (options: { readonly auth: Auth; readonly samples: number
       maxClientConn: 100,
       poolSize: 4,
       queryWaitTimeoutSeconds: 120,
-      auth: options.auth
+      auth: options.auth,
+      tls: options.tls,
+      tlsKey: options.tlsKey,
+      poolerCpu: options.poolerCpu
     })
-    const pid = parts.bouncer.pid
+    const pids = parts.poolerPids
     // warm up: the pool's first server connection and the cached server parameters
     yield* connections(parts.url, 20, 4)
-    const accepted = yield* timed(pid, connections(parts.url, samples, 8))
+    const accepted = yield* timed(pids, connections(parts.url, samples, 8))
     if (accepted.value !== samples) {
       return yield* Effect.fail(new Error(`calibration: ${samples - accepted.value} connections were refused`))
     }
     // refusals: a second pooler whose one client slot is held
-    const full = yield* PgBouncer.start({
-      upstream: parts.cluster,
-      maxClientConn: 1,
-      poolSize: 1,
-      poolMode: "transaction",
-      settings: yield* Pooler.authSettings(parts.cluster, options.auth)
-    })
+    const full = yield* Pooler.pooler(
+      parts.cluster,
+      {
+        maxClientConn: 1,
+        poolSize: 1,
+        queryWaitTimeoutSeconds: 120,
+        auth: options.auth,
+        tls: options.tls,
+        tlsKey: options.tlsKey,
+        poolerCpu: options.poolerCpu
+      },
+      yield* Pooler.certificatesFor(options)
+    )
     yield* Pooler.client(full.url, "lab-calibration-holder")
-    const refused = yield* timed(full.pid, connections(full.url, samples, 8))
+    const refused = yield* timed(full.pids, connections(full.url, samples, 8))
     if (refused.value !== 0) {
       return yield* Effect.fail(new Error(`calibration: ${refused.value} connections beyond the limit were accepted`))
     }
     const holder = yield* Pooler.client(parts.url, "lab-calibration-relay")
     const relayed = yield* timed(
-      pid,
+      pids,
       Effect.promise(async () => {
         for (let i = 0; i < samples; i++) await holder.query("SELECT 1")
       })
@@ -108,7 +128,7 @@ export const measure = (options: { readonly auth: Auth; readonly samples: number
     yield* Fleet.prepare(parts.cluster.url, { ...defaults, derivers: 1 })
     const claims = Math.min(samples, 500)
     const claimed = yield* timed(
-      pid,
+      pids,
       Effect.gen(function*() {
         const session = yield* DbSession
         yield* session.withConnection((connection) =>
@@ -125,6 +145,10 @@ export const measure = (options: { readonly auth: Auth; readonly samples: number
     )
     return {
       auth: options.auth,
+      tls: options.tls,
+      tlsKey: options.tlsKey,
+      poolerCpu: options.poolerCpu,
+      loadAverage: loadavg().map((n) => Math.round(n * 100) / 100),
       samples,
       connectCostMillis: accepted.cpuMillis / samples,
       rejectCostMillis: refused.cpuMillis / samples,

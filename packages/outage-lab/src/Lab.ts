@@ -48,7 +48,7 @@ export interface LabFigures {
   readonly apiFailed: number
   /** Failures by `role:phase:kind`. */
   readonly failures: Readonly<Record<string, number>>
-  /** PgBouncer CPU seconds over the run. */
+  /** The pooler's CPU seconds over the run (PgBouncer, and stunnel in front of it). */
   readonly poolerCpuSeconds: number
   /** Samples per second actually achieved (nominal 10). */
   readonly sampleRate: number
@@ -60,7 +60,7 @@ export interface LabFigures {
 export interface Result {
   readonly settings: Settings
   /** The processes the run started; all gone when it returns. */
-  readonly pids: { readonly postgres: number; readonly pgbouncer: number }
+  readonly pids: { readonly postgres: number; readonly pgbouncer: number; readonly stunnel: number | null }
   readonly series: Simulation.Series
   readonly extra: LabSeries.Extra
   readonly summary: Summary.Summary
@@ -100,6 +100,14 @@ const check = (clusterUrl: string, history: History.History, log: (line: string)
     applicationName: "lab-checker"
   })))
 
+/** The run's TLS in words. */
+export const tlsText = (settings: Pick<Settings, "tls" | "tlsKey">): string =>
+  settings.tls === "none"
+    ? "none"
+    : settings.tls === "pgbouncer"
+    ? `PgBouncer client_tls (${settings.tlsKey})`
+    : `stunnel in front (${settings.tlsKey})`
+
 /** Runs the lab once. `log` gets progress lines. */
 export const run = (
   settings: Settings,
@@ -110,11 +118,13 @@ export const run = (
 > =>
   Effect.scoped(Effect.gen(function*() {
     const parts = yield* Pooler.start(settings)
-    const pids = { postgres: parts.cluster.pid, pgbouncer: parts.bouncer.pid }
+    const pids = { postgres: parts.cluster.pid, pgbouncer: parts.bouncer.pid, stunnel: parts.poolerPids[1] ?? null }
     yield* log(
       `PostgreSQL ${parts.cluster.port} (max_connections ${settings.maxConnections}), PgBouncer ${parts.bouncer.port} ` +
         `(transaction mode, max_client_conn ${settings.maxClientConn}, default_pool_size ${settings.poolSize}, ` +
-        `auth ${settings.auth}); creating ${schemaCount(settings)} schemas${
+        `auth ${settings.auth}, TLS ${tlsText(settings)}${
+          settings.poolerCpu >= 0 ? `, pinned to CPU ${settings.poolerCpu}` : ""
+        }); creating ${schemaCount(settings)} schemas${
           settings.history > 0 ? ` with ${settings.history} processed rows each` : ""
         }…`
     )
@@ -129,7 +139,7 @@ export const run = (
       Sampler.run({
         admin,
         direct,
-        poolerPid: pids.pgbouncer,
+        poolerPids: parts.poolerPids,
         counters,
         startedAtMillis,
         periodMillis: 100,

@@ -32,7 +32,7 @@ export const summaryTable = (runs: ReadonlyArray<{ readonly name: string; readon
     ["connection attempts", (r) => String(r.summary.connectionAttempts)],
     ["refusals (max_client_conn)", (r) => String(r.summary.rejections)],
     ["connect timeouts", (r) => String(r.summary.timeouts)],
-    ["PgBouncer CPU", (r) => `${r.lab.poolerCpuSeconds.toFixed(1)} s`],
+    ["pooler CPU (PgBouncer, stunnel)", (r) => `${r.lab.poolerCpuSeconds.toFixed(1)} s`],
     ["samples per second", (r) => r.lab.sampleRate.toFixed(1)]
   ]
   return Report.table(
@@ -49,7 +49,13 @@ export const failureLines = (runs: ReadonlyArray<{ readonly name: string; readon
 /** The calibration beside the simulator's defaults. */
 export const calibrationTable = (c: Calibration.Calibration, defaults: typeof Calibration.simulatorDefaults) =>
   Report.table(
-    ["PgBouncer cost (its own CPU)", `measured (${c.auth}, ${c.samples} each)`, "simulator default"],
+    [
+      "pooler cost (its own CPU)",
+      `measured (${c.auth}, TLS ${c.tls === "none" ? "none" : `${c.tls} ${c.tlsKey}`}${
+        c.poolerCpu >= 0 ? `, CPU ${c.poolerCpu}` : ""
+      }, ${c.samples} each; load ${c.loadAverage.join(" ")})`,
+      "simulator default"
+    ],
     [
       [
         "per accepted connection",

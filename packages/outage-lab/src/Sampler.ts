@@ -18,7 +18,7 @@ export interface Sample {
   /** Backends running a statement (the sampler's own excluded), and all client backends. */
   readonly activeBackends: number
   readonly backends: number
-  /** PgBouncer's CPU seconds so far. */
+  /** The pooler's CPU seconds so far (PgBouncer, and stunnel in front of it). */
   readonly poolerCpuSeconds: number
   readonly counters: Counters.Snapshot
 }
@@ -27,7 +27,7 @@ export interface Sample {
 export const run = (options: {
   readonly admin: pg.Client
   readonly direct: pg.Client
-  readonly poolerPid: number
+  readonly poolerPids: ReadonlyArray<number>
   readonly counters: Counters.Counters
   readonly startedAtMillis: number
   readonly periodMillis: number
@@ -50,7 +50,7 @@ export const run = (options: {
         pool,
         activeBackends,
         backends,
-        poolerCpuSeconds: Pooler.cpuSeconds(options.poolerPid),
+        poolerCpuSeconds: Pooler.cpuSecondsOf(options.poolerPids),
         counters: Counters.snapshot(options.counters)
       })
       next = Math.max(next + options.periodMillis, now)

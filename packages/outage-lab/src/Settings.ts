@@ -5,6 +5,7 @@
  */
 import { Model, Options } from "@resilience/fleet-sim"
 import { Effect } from "effect"
+import { availableParallelism } from "node:os"
 
 /**
  * The lab's policies: the simulator's five of the same names and meanings. `fixed` runs the deriver with
@@ -34,6 +35,24 @@ export type Auth = "plain" | "scram-sha-256" | "scram-verifier"
 /** The auth methods. */
 export const auths: ReadonlyArray<Auth> = ["plain", "scram-sha-256", "scram-verifier"]
 
+/**
+ * TLS on the client side of the pooler, as managed poolers run it (clients connect with `sslmode=require`):
+ * `none` (plain text, the lab's first runs); `pgbouncer` (PgBouncer's own `client_tls_sslmode = require` with a
+ * certificate the lab generates); `stunnel` (Debian's stunnel4 in front of a plain PgBouncer, its `pgsql`
+ * protocol answering the client's SSLRequest and terminating TLS, so that every client, refused or not,
+ * costs the pooler a handshake before PgBouncer sees it).
+ */
+export type Tls = "none" | "pgbouncer" | "stunnel"
+
+/** The TLS set-ups. */
+export const tlsModes: ReadonlyArray<Tls> = ["none", "pgbouncer", "stunnel"]
+
+/** The key of the pooler's generated server certificate: ECDSA P-256, or RSA-2048 (a costlier signature). */
+export type TlsKey = "p256" | "rsa2048"
+
+/** The key types. */
+export const tlsKeys: ReadonlyArray<TlsKey> = ["p256", "rsa2048"]
+
 /** Everything one run needs. */
 export interface Settings {
   /** The simulator's policies, same names and meanings. */
@@ -50,6 +69,15 @@ export interface Settings {
   /** PgBouncer `query_wait_timeout`, seconds. */
   readonly queryWaitTimeoutSeconds: number
   readonly auth: Auth
+  /** TLS between the clients and the pooler. */
+  readonly tls: Tls
+  /** The pooler certificate's key (with `tls` other than `none`). */
+  readonly tlsKey: TlsKey
+  /**
+   * The CPU the pooler's processes (PgBouncer, and stunnel) are pinned to with `taskset`, so that the pooler
+   * has one core as the simulator's one thread does; -1: not pinned.
+   */
+  readonly poolerCpu: number
   /** Open-loop API requests per second (Poisson) through the same pooler; 0 = none. */
   readonly apiRps: number
   /** What one API request holds its backend for (`pg_sleep`), milliseconds. */
@@ -91,6 +119,9 @@ export const defaults: Settings = {
   poolSize: 20,
   queryWaitTimeoutSeconds: 120,
   auth: "plain",
+  tls: "none",
+  tlsKey: "p256",
+  poolerCpu: -1,
   apiRps: 100,
   apiQueryMillis: 20,
   triggerAtSeconds: 40,
@@ -113,6 +144,9 @@ export const schemaCount = (settings: Settings): number =>
 export const triggerEndSeconds = (settings: Settings): number =>
   settings.triggerAtSeconds + (settings.trigger === "stall" ? settings.stallSeconds : 0)
 
+/** CPUs of this machine, for `pooler-cpu`. */
+const availableCpus = availableParallelism()
+
 const check = (ok: boolean, option: string, value: unknown, allowed: string) =>
   ok ? Effect.void : Effect.fail(Options.invalidOption(option, value, allowed))
 
@@ -128,6 +162,14 @@ export const validate = (settings: Settings): Effect.Effect<Settings, Options.In
     yield* check(policies.includes(s.policy), "policy", s.policy, `one of ${policies.join(", ")}`)
     yield* check(triggers.includes(s.trigger), "trigger", s.trigger, `one of ${triggers.join(", ")}`)
     yield* check(auths.includes(s.auth), "auth", s.auth, `one of ${auths.join(", ")}`)
+    yield* check(tlsModes.includes(s.tls), "tls", s.tls, `one of ${tlsModes.join(", ")}`)
+    yield* check(tlsKeys.includes(s.tlsKey), "tls-key", s.tlsKey, `one of ${tlsKeys.join(", ")}`)
+    yield* check(
+      s.poolerCpu === -1 || (integer(s.poolerCpu, 0) && s.poolerCpu < availableCpus),
+      "pooler-cpu",
+      s.poolerCpu,
+      `-1 (not pinned) or an integer in [0, ${availableCpus - 1}] (this machine's CPUs)`
+    )
     yield* check(integer(s.derivers, 1) && s.derivers <= 2000, "derivers", s.derivers, "an integer in [1, 2000]")
     yield* check(integer(s.poolSize, 1), "pool-size", s.poolSize, "an integer >= 1")
     yield* check(
@@ -190,6 +232,7 @@ export const validate = (settings: Settings): Effect.Effect<Settings, Options.In
 /** The numeric settings by flag name, for `sweep`'s configurations (`api-rps=200,pool-size=4`). */
 export const numericFlags = {
   "derivers": "derivers",
+  "pooler-cpu": "poolerCpu",
   "max-connections": "maxConnections",
   "max-client-conn": "maxClientConn",
   "pool-size": "poolSize",
@@ -219,8 +262,8 @@ export const withConfiguration = (
     let settings: Settings = base
     for (const pair of configuration.split(",").map((p) => p.trim()).filter((p) => p.length > 0)) {
       const [flag = "", value = ""] = pair.split("=").map((p) => p.trim())
-      if (flag === "auth" || flag === "trigger") {
-        settings = { ...settings, [flag]: value }
+      if (flag === "auth" || flag === "trigger" || flag === "tls" || flag === "tls-key") {
+        settings = { ...settings, [flag === "tls-key" ? "tlsKey" : flag]: value }
         continue
       }
       const field = (numericFlags as Record<string, keyof Settings>)[flag]
@@ -230,7 +273,7 @@ export const withConfiguration = (
           Options.invalidOption(
             "configs",
             pair,
-            `flag=value with a flag among auth, trigger, ${Object.keys(numericFlags).join(", ")}`
+            `flag=value with a flag among auth, trigger, tls, tls-key, ${Object.keys(numericFlags).join(", ")}`
           )
         )
       }

@@ -32,6 +32,23 @@ describe("Settings", () => {
     assert.include(claim.message, "(0, 3600]")
   })
 
+  it("names the TLS flags and the pooler's CPU when their values are bad", () => {
+    assert.strictEqual(
+      failure(Settings.validate({ ...Settings.defaults, tls: "haproxy" as Settings.Tls })).parameter,
+      "--tls"
+    )
+    assert.strictEqual(
+      failure(Settings.validate({ ...Settings.defaults, tlsKey: "rsa4096" as Settings.TlsKey })).parameter,
+      "--tls-key"
+    )
+    const cpu = failure(Settings.validate({ ...Settings.defaults, poolerCpu: 4096 }))
+    assert.strictEqual(cpu.parameter, "--pooler-cpu")
+    assert.include(cpu.message, "-1 (not pinned)")
+    const applied = Effect.runSync(Settings.withConfiguration(Settings.defaults, "tls=stunnel,tls-key=rsa2048"))
+    assert.strictEqual(applied.tls, "stunnel")
+    assert.strictEqual(applied.tlsKey, "rsa2048")
+  })
+
   it("shares schemas among derivers when asked; only adaptive runs the overload signals", () => {
     assert.strictEqual(Settings.schemaCount(Settings.defaults), Settings.defaults.derivers)
     assert.strictEqual(Settings.schemaCount({ ...Settings.defaults, schemas: 10 }), 10)

@@ -24,12 +24,20 @@ export interface Certificates {
 export interface Options {
   /** The server certificate's subjectAltName entries (default `DNS:localhost`). */
   readonly altNames?: ReadonlyArray<string>
+  /**
+   * The server key's algorithm (default `p256`): `p256` (ECDSA, a cheap handshake) or `rsa2048` (RSA, the
+   * costlier server-side signature many public certificates still carry). The CA's key is always P-256.
+   */
+  readonly serverKey?: "p256" | "rsa2048"
 }
 
 const openssl = (args: ReadonlyArray<string>) => execFileSync("openssl", args, { stdio: ["ignore", "ignore", "pipe"] })
 
 /** P-256 keys: fast to make, accepted by PostgreSQL, PgBouncer and Node. */
 const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+/** RSA-2048 keys: what a server pays more for per handshake (its signature). */
+const rsa = ["-newkey", "rsa:2048", "-nodes"]
 
 /** Makes a CA and a server certificate; they are deleted when the scope closes. */
 export const make = (options: Options = {}) =>
@@ -57,7 +65,16 @@ export const make = (options: Options = {}) =>
         "-addext",
         "keyUsage=critical,keyCertSign,cRLSign"
       ])
-      openssl(["req", ...ec, "-keyout", at("server.key"), "-out", at("server.csr"), "-subj", "/CN=localhost"])
+      openssl([
+        "req",
+        ...(options.serverKey === "rsa2048" ? rsa : ec),
+        "-keyout",
+        at("server.key"),
+        "-out",
+        at("server.csr"),
+        "-subj",
+        "/CN=localhost"
+      ])
       writeFileSync(
         at("server.ext"),
         [
