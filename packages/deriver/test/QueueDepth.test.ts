@@ -2,13 +2,16 @@
  * The queue's depth gauges against a real queue: `Queue.depth` counts live items by state (due, waiting for their
  * time) and leaves out dead letters and processed items, stops at its cap, and names when the oldest due item
  * became due; a running deriver samples it in its cleanup round into `deriver_queue_depth{state}` and
- * `deriver_queue_oldest_pending_age_seconds`, and samples again on the next round.
+ * `deriver_queue_oldest_pending_age_seconds`, and samples again on the next round; a sample the server refuses is
+ * logged at debug and skipped while the round's claims go on.
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/schema"
-import { Effect, Exit, Metric, Scope } from "effect"
+import { TestDatabase } from "@resilience/test-db"
+import { Effect, Exit, Layer, Logger, Metric, References, Scope } from "effect"
 import { PrometheusMetrics } from "effect/observability"
+import { randomBytes } from "node:crypto"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import * as Handlers from "../src/Handlers.ts"
@@ -101,5 +104,82 @@ layer(Database, { excludeTestServices: true })("Queue depth (PostgreSQL)", (it) 
       assert.match(text, /deriver_queue_depth\{state="due"\} 5/)
       assert.match(text, /deriver_queue_depth\{state="waiting"\} 1/)
       assert.match(text, /deriver_queue_oldest_pending_age_seconds \d/)
+    }).pipe(Effect.scoped))
+
+  it.effect("a sample the server refuses is skipped: logged at debug, the gauges kept, the round's claim goes on", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const db = yield* DbSession
+      const database = yield* TestDatabase
+      // The deriver connects as a role that may use the queue but not `extract(epoch FROM timestamptz)`, which only
+      // the depth sample calls (in this suite's own database; a superuser is not bound by privileges).
+      const role = `depth_${randomBytes(4).toString("hex")}`
+      const password = randomBytes(12).toString("hex")
+      const extract = "pg_catalog.extract(text, timestamp with time zone)"
+      const quoted = SchemaName.quote(schema)
+      yield* db.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`)
+      yield* Effect.addFinalizer(() =>
+        Effect.orDie(Effect.gen(function*() {
+          yield* db.query(`GRANT EXECUTE ON FUNCTION ${extract} TO PUBLIC`)
+          yield* db.query(`DROP OWNED BY ${role}`)
+          yield* db.query(`DROP ROLE ${role}`)
+        }))
+      )
+      yield* db.query(`GRANT USAGE ON SCHEMA ${quoted} TO ${role}`)
+      yield* db.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ${quoted} TO ${role}`)
+      yield* db.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA ${quoted} TO ${role}`)
+      yield* db.query(`REVOKE EXECUTE ON FUNCTION ${extract} FROM PUBLIC`)
+      const url = new URL(database.url)
+      url.username = role
+      url.password = password
+      const limited = DbSession.layer({
+        url: url.toString(),
+        connectTimeout: "2 seconds",
+        poolClass: "queue",
+        poolSize: 4,
+        driver: "pg",
+        applicationName: "deriver-depth-refused"
+      })
+
+      const logged: Array<{ readonly level: string; readonly message: string }> = []
+      const capture = Logger.make((options) => {
+        logged.push({ level: options.logLevel, message: String(options.message) })
+      })
+      const skipped = () => logged.filter((line) => line.message.includes("could not sample the queue's depth"))
+
+      yield* Metric.update(DeriverMetrics.queueDepthBy.due, -1)
+      yield* Metric.update(DeriverMetrics.queueOldestPendingAge, -1)
+      yield* enqueue(schema, [1, 2, 3].map((n) => ({ workUnitKey: `k${n}`, taskType: "quick", payload: n })))
+      const processed = () =>
+        Effect.map(
+          db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM ${SchemaName.qualify(schema, "queue")} WHERE processed`
+          ),
+          (rows) => rows[0]?.n ?? 0
+        )
+      const config = yield* testConfig({ staleWorkUnitCleanupIntervalSeconds: 0.2, shutdownGraceSeconds: 0.5 })
+      const scope = yield* Scope.make()
+      yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+      yield* Scope.provide(
+        Deriver.start({ schema, handlers: Handlers.make({ quick: () => Effect.void }), config }),
+        scope
+      ).pipe(
+        Effect.provide(Layer.mergeAll(
+          limited,
+          Logger.layer([capture]),
+          Layer.succeed(References.MinimumLogLevel, "Debug")
+        ))
+      )
+
+      yield* eventually(Effect.map(processed(), (n) => n === 3), 15_000)
+      yield* eventually(Effect.sync(() => skipped().length >= 2), 15_000)
+      assert.deepStrictEqual([...new Set(skipped().map((line) => line.level))], ["Debug"])
+      assert.strictEqual(yield* gauge(DeriverMetrics.queueDepthBy.due), -1, "a skipped sample leaves the gauge")
+      assert.strictEqual(yield* gauge(DeriverMetrics.queueOldestPendingAge), -1)
+
+      // allowed again: the next round samples (nothing due is left)
+      yield* db.query(`GRANT EXECUTE ON FUNCTION ${extract} TO PUBLIC`)
+      yield* eventually(Effect.map(gauge(DeriverMetrics.queueDepthBy.due), (due) => due === 0), 15_000)
+      assert.strictEqual(yield* gauge(DeriverMetrics.queueOldestPendingAge), 0)
     }).pipe(Effect.scoped))
 })
