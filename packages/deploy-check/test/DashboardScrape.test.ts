@@ -1,8 +1,8 @@
 /**
  * Every metric deploy/grafana/resilience.json names is one the running apps export: the API and the deriver
  * start from their entry points against a real PostgreSQL of this test's own, are driven through what the panels
- * draw (writes stored and derived, an item without a handler, the database saturated until the API's circuit
- * opens and sheds), and their `/metrics` are scraped. A metric an expression names that neither scrape has fails
+ * draw (writes stored and derived, an item without a handler, an item waiting for its time, the database
+ * saturated until the API's circuit opens and sheds), and their `/metrics` are scraped. A metric an expression names that neither scrape has fails
  * the test, which also shows it failing on a planted name.
  */
 import { assert, describe, layer } from "@effect/vitest"
@@ -94,7 +94,9 @@ describe("deploy/grafana/resilience.json against the running apps", () => {
           API_ADMISSION_TRIP_FAILURES: "2",
           DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "0.2",
           DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "1",
-          DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0"
+          DERIVER_POLLING_STARTUP_JITTER_SECONDS: "0",
+          // the queue depth gauges are sampled in the stale-cleanup round: a round a second, so the scrape sees them
+          DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS: "1"
         }
         const api = yield* startApp("resilience-api", env)
         const deriver = yield* startApp("resilience-deriver", env)
@@ -120,6 +122,19 @@ describe("deploy/grafana/resilience.json against the running apps", () => {
           deriver,
           scrape(deriver),
           (text) => total(text, "deriver_items_processed_total") > 0 && total(text, "deriver_items_failed_total") > 0
+        )
+
+        // An item that waits an hour for its time: the next cleanup round counts it in the queue depth gauges.
+        yield* sql(
+          cluster.url,
+          "insert into public.queue (work_unit_key, task_type, run_at) values ('scrape-later', 'no-such-task', now() + interval '1 hour')"
+        )
+        yield* until(
+          "queue depth sampled",
+          deriver,
+          scrape(deriver),
+          (text) =>
+            total(text, "deriver_queue_depth") >= 1 && text.includes("deriver_queue_oldest_pending_age_seconds ")
         )
 
         // The database saturated: the API answers 503 until its circuit opens and sheds.

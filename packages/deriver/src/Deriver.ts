@@ -108,6 +108,7 @@ const pollStep = <R>(ctx: Shared<R>) => (limit: number, cleanup: boolean) =>
           if (cleanup) {
             yield* cleanupStale(ctx, connection)
             yield* pruneHistory(ctx, connection)
+            yield* sampleDepth(ctx, connection)
           }
           return yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
         })
@@ -191,6 +192,31 @@ const pruneHistory = <R>(ctx: Shared<R>, connection: Connection) =>
       )
     }
   })
+
+/**
+ * The queue's depth gauges, sampled in the cleanup round's checkout (so on its jittered schedule, with no checkout
+ * of its own): one statement whose counts stop at `DeriverMetrics.queueDepthCap`. A failed sample is logged at
+ * debug and skipped; the gauges keep their last values and the round goes on.
+ */
+const sampleDepth = <R>(ctx: Shared<R>, connection: Connection) =>
+  Effect.gen(function*() {
+    const depth = yield* Queue.depth(connection, ctx.schema, DeriverMetrics.queueDepthCap)
+    const now = yield* Clock.currentTimeMillis
+    yield* Metric.update(DeriverMetrics.queueDepthBy.due, depth.due)
+    yield* Metric.update(DeriverMetrics.queueDepthBy.waiting, depth.waiting)
+    yield* Metric.update(
+      DeriverMetrics.queueOldestPendingAge,
+      depth.oldestDueAt === null ? 0 : Math.max(0, now - depth.oldestDueAt) / 1000
+    )
+  }).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logDebug("could not sample the queue's depth; skipped").pipe(
+          Effect.annotateLogs({ schema: ctx.schema, cause: Cause.pretty(cause) })
+        )
+    )
+  )
 
 const cleanupStale = <R>(ctx: Shared<R>, connection: Connection) =>
   Effect.gen(function*() {

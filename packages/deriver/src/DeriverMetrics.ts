@@ -212,3 +212,47 @@ export const itemAttempts = Metric.histogram("deriver_item_attempts", {
   description: "Handler runs an item took, the last included, when it ended processed, failed or dead",
   boundaries: [1, 2, 3, 5, 8, 13, 20, 30]
 })
+
+/**
+ * Where {@link queueDepth} stops counting: a count that reaches it is reported as it (at least that many).
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const queueDepthCap = 10_000
+
+/**
+ * The queue's depth as the last cleanup round sampled it, by `state`: `due` (live items that can run now) or
+ * `waiting` (for a retry's time, or the time they were enqueued with); dead letters are not counted. Each state
+ * is counted up to {@link queueDepthCap}: a value equal to it means at least that many.
+ * `deriver_queue_depth{state}`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const queueDepth = Metric.gauge("deriver_queue_depth", {
+  description:
+    `Live queue items by state (due, waiting for their time), sampled with the stale cleanup; counted up to ${queueDepthCap}`
+})
+
+/**
+ * The gauge of the queue's depth for each state.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const queueDepthBy = {
+  due: Metric.withAttributes(queueDepth, { state: "due" }),
+  waiting: Metric.withAttributes(queueDepth, { state: "waiting" })
+}
+
+/**
+ * How long the oldest due item has been due (0: none is), sampled with the stale cleanup:
+ * `deriver_queue_oldest_pending_age_seconds`.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const queueOldestPendingAge = Metric.gauge("deriver_queue_oldest_pending_age_seconds", {
+  description: "Time since the oldest due queue item became due (0: none), sampled with the stale cleanup"
+})

@@ -680,6 +680,77 @@ export const pruneHistory = (
 }
 
 /**
+ * The queue's depth and its oldest due item, as the deriver samples them for its gauges: live items (unprocessed,
+ * not dead letters) that are due now and those waiting for their time (a retry's, or the time they were enqueued
+ * with), each counted up to `cap`; and when the oldest due item became due (epoch milliseconds; null when none is).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Depth {
+  /** Due items, at most `cap` (a value of `cap` means at least that many). */
+  readonly due: number
+  /** Items waiting for their time, at most `cap`. */
+  readonly waiting: number
+  /** When the oldest due item became due: its `run_at`, or its `created_at` when it never had a time. */
+  readonly oldestDueAt: number | null
+}
+
+/**
+ * The depth statement (see {@link Depth}); `$1` the cap, `$2` now in epoch milliseconds. It reads only the claim's
+ * partial indexes: items never timed (`queue_ready_id_idx`) and timed ones (`queue_run_at_idx`; a dead letter's
+ * time is `infinity`, so it is left out without reading the row). Each count stops after `$1` rows (`LIMIT`), so
+ * its cost is bounded by the cap, not the backlog; the oldest due item is the first row of each index. The
+ * measurements are in docs/results/queue-depth.md.
+ *
+ * @since 0.3.0
+ * @category statements
+ */
+export const depthSql = (schema: SchemaName.SchemaName): string => {
+  const { queue } = tables(schema)
+  const now = at("$2")
+  return `SELECT
+  (SELECT count(*) FROM (SELECT 1 FROM ${queue} WHERE NOT processed AND run_at IS NULL LIMIT $1) r)::int AS ready,
+  (SELECT count(*) FROM (SELECT 1 FROM ${queue} WHERE NOT processed AND run_at <= ${now} LIMIT $1) d)::int AS due,
+  (SELECT count(*) FROM (
+     SELECT 1 FROM ${queue} WHERE NOT processed AND run_at > ${now} AND run_at < 'infinity' LIMIT $1
+   ) w)::int AS waiting,
+  (extract(epoch FROM least(
+     (SELECT created_at FROM ${queue} WHERE NOT processed AND run_at IS NULL ORDER BY id LIMIT 1),
+     (SELECT run_at FROM ${queue} WHERE NOT processed AND run_at <= ${now} ORDER BY run_at, id LIMIT 1)
+   )) * 1000)::float8 AS oldest_due_at`
+}
+
+/**
+ * Samples the queue's {@link Depth}, counting up to `cap` per state; "due" by the `Clock`. One statement.
+ *
+ * @since 0.3.0
+ * @category effects
+ */
+export const depth = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  cap: number
+): Effect.Effect<Depth, QueryError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.map(
+      connection.query<{ ready: number; due: number; waiting: number; oldest_due_at: number | null }>(
+        depthSql(schema),
+        [cap, now]
+      ),
+      (rows) => {
+        const row = rows[0]
+        return {
+          due: Math.min(cap, Number(row?.ready ?? 0) + Number(row?.due ?? 0)),
+          waiting: Number(row?.waiting ?? 0),
+          oldestDueAt: row?.oldest_due_at === null || row?.oldest_due_at === undefined
+            ? null
+            : Number(row.oldest_due_at)
+        }
+      }
+    ))
+
+/**
  * A dead letter: an item whose handler ran out of attempts. It stays unprocessed and is never claimed (its
  * unit's later items go on) until it is {@link replay}ed.
  *
