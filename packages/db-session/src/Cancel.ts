@@ -42,6 +42,7 @@ const sslRequest = (): Buffer => {
  * Node TLS options of a connection that runs TLS) the request goes over TLS, as libpq 17 sends it: an SSLRequest
  * first, the handshake on "S", then the request (plain on "N"); a TLS terminator in front of the pooler
  * (stunnel's `pgsql` protocol) closes a connection whose first message is not an SSLRequest.
+ * @category effects
  */
 export const send = (
   address: Address,

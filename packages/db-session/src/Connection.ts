@@ -10,6 +10,7 @@ import type { DatabaseUnavailable, QueryFailed } from "./Errors.ts"
  * A checked-out connection.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Connection {
   /**

@@ -21,6 +21,7 @@ import * as Tls from "./Tls.ts"
  * The service. Every method is one checkout; the connection is released on success, failure and interruption.
  *
  * @since 0.1.0
+ * @category services
  */
 export class DbSession extends Context.Service<DbSession, {
   /** Runs `f` with one checked-out connection. */
@@ -73,6 +74,7 @@ export class DbSession extends Context.Service<DbSession, {
  * The driver for a name.
  *
  * @since 0.1.0
+ * @category decisions
  */
 export const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.driver : PostgresDriver.driver
 
@@ -91,6 +93,7 @@ const invalid = (message: string) => Effect.die(new Error(`@resilience/db-sessio
  * Builds the service; the pool (and its idle connections) lives as long as the surrounding scope.
  *
  * @since 0.1.0
+ * @category effects
  */
 export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   const connectTimeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout))

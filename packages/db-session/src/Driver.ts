@@ -13,6 +13,7 @@ import type { Settings as TlsSettings } from "./Tls.ts"
  * without closing (a failed-over host, a dropped NAT entry) is noticed by the operating system.
  *
  * @since 0.2.0
+ * @category constants
  */
 export const keepAliveInitialDelayMillis = 10_000
 
@@ -23,6 +24,7 @@ export const keepAliveInitialDelayMillis = 10_000
  * notice does.
  *
  * @since 0.3.0
+ * @category decisions
  */
 export const noticeError = (notices: ReadonlyArray<unknown>): Error | undefined => {
   for (const notice of notices) {
@@ -36,6 +38,7 @@ export const noticeError = (notices: ReadonlyArray<unknown>): Error | undefined 
  * Which client library opens the connections.
  *
  * @since 0.1.0
+ * @category models
  */
 export type DriverName = "pg" | "postgres"
 
@@ -43,6 +46,7 @@ export type DriverName = "pg" | "postgres"
  * How to open one connection.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface ConnectOptions {
   /** The connection URL, without `ssl*` parameters (TLS comes as `tls`). */
@@ -58,6 +62,7 @@ export interface ConnectOptions {
  * One open connection. Its errors are the driver's own; the session classifies them.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface RawConnection {
   /**
@@ -83,6 +88,7 @@ export interface RawConnection {
  * A client library behind the session.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Driver {
   readonly name: DriverName

@@ -11,6 +11,7 @@ import type { UnavailableReason } from "./Errors.ts"
  * `ok`, or the failed checkout's reason (`Misconfigured` for a `DatabaseMisconfigured`).
  *
  * @since 0.1.0
+ * @category models
  */
 export type AcquisitionReason = "none" | UnavailableReason | "Misconfigured"
 
@@ -18,6 +19,7 @@ export type AcquisitionReason = "none" | UnavailableReason | "Misconfigured"
  * Checkouts by `outcome` (`ok` / `failed` / `interrupted`, the caller gave up first) and `reason`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const acquisitions = Metric.counter("db_acquisitions_total", {
   description: "Connection checkouts by outcome (ok/failed/interrupted) and reason",
@@ -28,6 +30,7 @@ export const acquisitions = Metric.counter("db_acquisitions_total", {
  * Time from the start of a checkout to a connection or a failure, by `outcome`.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const acquisitionSeconds = Metric.histogram("db_acquisition_seconds", {
   description: "Connection checkout latency in seconds, by outcome",
@@ -38,6 +41,7 @@ export const acquisitionSeconds = Metric.histogram("db_acquisition_seconds", {
  * Connections checked out and not yet released.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const connectionsInUse = Metric.gauge("db_connections_in_use", {
   description: "Connections currently checked out"
@@ -47,6 +51,7 @@ export const connectionsInUse = Metric.gauge("db_connections_in_use", {
  * The counter series for one outcome.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const acquisitionsFor = (outcome: "ok" | "failed" | "interrupted", reason: AcquisitionReason) =>
   Metric.withAttributes(acquisitions, { outcome, reason })
@@ -55,6 +60,7 @@ export const acquisitionsFor = (outcome: "ok" | "failed" | "interrupted", reason
  * The histogram series for one outcome.
  *
  * @since 0.1.0
+ * @category metrics
  */
 export const acquisitionSecondsFor = (outcome: "ok" | "failed") =>
   Metric.withAttributes(acquisitionSeconds, { outcome })

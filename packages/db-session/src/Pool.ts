@@ -20,6 +20,7 @@ import * as Tls from "./Tls.ts"
  * `null`: a fresh connection per checkout; `queue`: an in-process pool.
  *
  * @since 0.1.0
+ * @category models
  */
 export type PoolClass = "null" | "queue"
 
@@ -27,6 +28,7 @@ export type PoolClass = "null" | "queue"
  * What a pool needs to open connections.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface PoolOptions {
   readonly driver: Driver
@@ -42,6 +44,7 @@ export interface PoolOptions {
  * A source of connections.
  *
  * @since 0.1.0
+ * @category models
  */
 export interface Pool {
   /**
@@ -159,6 +162,7 @@ const makeQueue = Effect.fnUntraced(function*(options: PoolOptions) {
  * The pool for `options.poolClass`; a `queue` pool closes its idle connections when the scope closes.
  *
  * @since 0.1.0
+ * @category constructors
  */
 export const make = (options: PoolOptions): Effect.Effect<Pool, never, Scope.Scope> =>
   options.poolClass === "null" ? Effect.succeed(makeNull(options)) : makeQueue(options)
