@@ -2,7 +2,8 @@
  * `npm run bench:wake -w @resilience/fleet-sim`: the figures of docs/results/fleet-sim.md's "The wake path".
  * The spec's fleet (11,543 derivers) in the `incident`, mass `restart` and `outage` scenarios, under the
  * `fixed` and `adaptive` policies, each with the wake off and on and the same writes (WAKE_WRITE_FRACTION of
- * the API's requests, default 0.1: 20 writes a second), seed 1. Prints one markdown table. Simulated, so
+ * the API's requests, default 0.1: 20 writes a second), seed 1; the wake's coalescing is the deriver's
+ * (`Coalesce`, with its default minimum interval). Prints one markdown table. Simulated, so
  * it needs no database and stops by itself (about two minutes on the project's machine).
  */
 import * as Model from "../src/Model.ts"
@@ -26,7 +27,7 @@ const header = [
   "mean + 5·sqrt(mean)",
   "within",
   "writes",
-  "wake polls / coalesced / held",
+  "wake polls (failed) / coalesced / held / ignored",
   "pickup p50 / p99",
   "all first 201s",
   "all processed (drain)"
@@ -55,7 +56,7 @@ for (const scenario of scenarios) {
             s.settledHerdBound.toFixed(1),
             s.settledMaxClaimStartsPerSecond <= s.settledHerdBound ? "yes" : "**no**",
             String(s.writes),
-            `${s.wakePolls} / ${s.wakesCoalesced} / ${s.wakesHeld}`,
+            `${s.wakePolls} (${s.wakePollsFailed}) / ${s.wakesCoalesced} / ${s.wakesHeld} / ${s.wakesIgnored}`,
             s.pickupP50Seconds === null ? "-" : `${seconds(s.pickupP50Seconds, 2)} / ${seconds(s.pickupP99Seconds, 2)}`,
             params.outage === undefined ? "-" : seconds(s.lastFirst201Seconds),
             params.outage === undefined ? "-" : seconds(s.drainSeconds)

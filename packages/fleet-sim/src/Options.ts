@@ -307,6 +307,12 @@ export const overrides: ReadonlyArray<Override> = [
     NonNegative,
     (w, v) => (w.delayMillis = v)
   ),
+  wakeOverride(
+    "wake-min-interval-ms",
+    "the least time from a deriver's last poll start to a woken poll's start, ms (DERIVER_WAKE_MIN_INTERVAL_SECONDS)",
+    NonNegative,
+    (w, v) => (w.minIntervalMillis = v)
+  ),
   outageOverride("outage-at", "outage scenario: the database goes down, seconds", "atSeconds", NonNegative),
   outageOverride("outage-seconds", "outage scenario: how long it stays down, seconds", "seconds", NonNegative),
   outageOverride(
