@@ -131,6 +131,12 @@ export interface Wake {
    * deriver's default in {@link noWake}).
    */
   readonly minIntervalMillis: number
+  /**
+   * A candidate the deriver does not run (absent or 0: the deriver's wake): a woken poll whose deriver's last
+   * poll failed waits a delay drawn uniformly in `[0, spreadAfterFailureMillis)` (`Jitter.startupDelayFrom`),
+   * so that a fleet-wide wave of writes after an outage does not wake every deriver at once.
+   */
+  readonly spreadAfterFailureMillis?: number | undefined
 }
 
 /**

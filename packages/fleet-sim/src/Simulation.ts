@@ -37,7 +37,7 @@
  * @since 0.1.0
  */
 import { Overload, Scheduling } from "@resilience/deriver"
-import { PollBackoff } from "@resilience/jitter"
+import { Jitter, PollBackoff } from "@resilience/jitter"
 import { Coalesce } from "@resilience/wake"
 import { EventQueue } from "./EventQueue.ts"
 import * as Gate from "./Gate.ts"
@@ -257,6 +257,9 @@ class World {
   private readonly wakes: Array<Coalesce.State>
   private readonly beforeWake: Float64Array
   private readonly sleepWakeable: Uint8Array
+  /** Whether the deriver's last poll failed, and the candidate spread of a woken poll after one (`Model.Wake`). */
+  private readonly lastFailed: Uint8Array
+  private readonly spreadAfterFailureMillis: number
   private readonly pendingWork: Int32Array
   /** When the oldest write of the tenant's pending work was served. */
   private readonly workSince: Float64Array
@@ -331,6 +334,8 @@ class World {
     this.beforeWake = new Float64Array(n).fill(NaN)
     // a spread fleet has been running (asleep on its schedule); an aligned one is in its startup delay
     this.sleepWakeable = new Uint8Array(n).fill(params.start === "spread" ? 1 : 0)
+    this.lastFailed = new Uint8Array(n)
+    this.spreadAfterFailureMillis = params.wake?.spreadAfterFailureMillis ?? 0
     this.pendingWork = new Int32Array(n)
     this.workSince = new Float64Array(n)
     this.resendOutstanding = new Uint8Array(n)
@@ -552,7 +557,10 @@ class World {
    * starts again from its base, and the one before is kept in case the woken poll fails.
    */
   private wokenPoll(i: number, t: number): void {
-    const delay = Coalesce.delayMillis(this.wakes[i]!, this.wakeMinIntervalMillis, t)
+    let delay = Coalesce.delayMillis(this.wakes[i]!, this.wakeMinIntervalMillis, t)
+    if (this.spreadAfterFailureMillis > 0 && this.lastFailed[i] === 1) {
+      delay = Math.max(delay, Jitter.startupDelayFrom(this.spreadAfterFailureMillis, this.random()))
+    }
     this.beforeWake[i] = this.current[i]!
     this.current[i] = PollBackoff.initial(this.params.poll).currentMillis
     this.generation[i]!++
@@ -595,6 +603,7 @@ class World {
       this.recorder.totals.wakePollsFailed++
     }
     if (state.waiting && !finished.state.waiting) this.recorder.totals.wakesIgnored++
+    if (outcome !== "busy") this.lastFailed[i] = outcome === "error" ? 1 : 0
     this.beforeWake[i] = NaN
     this.wakes[i] = finished.state
     return finished.again
