@@ -254,7 +254,11 @@ class World {
   // traffic, a write only by the write fraction's draw).
   private readonly wakeOn: boolean
   private readonly wakeMinIntervalMillis: number
-  private readonly wakes: Array<Coalesce.State>
+  /** Each deriver's `Coalesce.State`, field by field (a state object lives only for the decision's call). */
+  private readonly wakeInFlight: Uint8Array
+  private readonly wakeWaiting: Uint8Array
+  private readonly wakeArmed: Uint8Array
+  private readonly wakeLastStarted: Float64Array
   private readonly beforeWake: Float64Array
   private readonly sleepWakeable: Uint8Array
   /** Whether the deriver's last poll failed, and the candidate spread of a woken poll after one (`Model.Wake`). */
@@ -330,7 +334,11 @@ class World {
     this.probe = new Uint8Array(size)
     this.wakeOn = params.wake?.enabled === true
     this.wakeMinIntervalMillis = params.wake?.minIntervalMillis ?? 0
-    this.wakes = this.wakeOn ? Array.from({ length: n }, () => Coalesce.initial) : []
+    const m = this.wakeOn ? n : 0
+    this.wakeInFlight = new Uint8Array(m).fill(Coalesce.initial.inFlight ? 1 : 0)
+    this.wakeWaiting = new Uint8Array(m).fill(Coalesce.initial.waiting ? 1 : 0)
+    this.wakeArmed = new Uint8Array(m).fill(Coalesce.initial.armed ? 1 : 0)
+    this.wakeLastStarted = new Float64Array(m).fill(Coalesce.initial.lastStartedAtMillis)
     this.beforeWake = new Float64Array(n).fill(NaN)
     // a spread fleet has been running (asleep on its schedule); an aligned one is in its startup delay
     this.sleepWakeable = new Uint8Array(n).fill(params.start === "spread" ? 1 : 0)
@@ -522,6 +530,22 @@ class World {
     this.events.push(wakeAt, WAKE, i, this.generation[i]!)
   }
 
+  private wakeState(i: number): Coalesce.State {
+    return {
+      inFlight: this.wakeInFlight[i] === 1,
+      waiting: this.wakeWaiting[i] === 1,
+      armed: this.wakeArmed[i] === 1,
+      lastStartedAtMillis: this.wakeLastStarted[i]!
+    }
+  }
+
+  private setWakeState(i: number, state: Coalesce.State): void {
+    this.wakeInFlight[i] = state.inFlight ? 1 : 0
+    this.wakeWaiting[i] = state.waiting ? 1 : 0
+    this.wakeArmed[i] = state.armed ? 1 : 0
+    this.wakeLastStarted[i] = state.lastStartedAtMillis
+  }
+
   private observePoll(i: number, outcome: Scheduling.Outcome, t: number, woken: boolean): void {
     this.onPoll!({
       deriver: i,
@@ -544,8 +568,8 @@ class World {
   private wakeArrives(i: number, t: number): void {
     const totals = this.recorder.totals
     totals.wakes++
-    const [decision, next] = Coalesce.wake(this.wakes[i]!)
-    this.wakes[i] = next
+    const [decision, next] = Coalesce.wake(this.wakeState(i))
+    this.setWakeState(i, next)
     if (decision === "coalesced") totals.wakesCoalesced++
     else if (decision === "ignored") totals.wakesIgnored++
     else if (decision === "pollNow" && this.sleepWakeable[i] === 1) this.wokenPoll(i, t)
@@ -557,7 +581,7 @@ class World {
    * starts again from its base, and the one before is kept in case the woken poll fails.
    */
   private wokenPoll(i: number, t: number): void {
-    let delay = Coalesce.delayMillis(this.wakes[i]!, this.wakeMinIntervalMillis, t)
+    let delay = Coalesce.delayMillis(this.wakeState(i), this.wakeMinIntervalMillis, t)
     if (this.spreadAfterFailureMillis > 0 && this.lastFailed[i] === 1) {
       delay = Math.max(delay, Jitter.startupDelayFrom(this.spreadAfterFailureMillis, this.random()))
     }
@@ -573,14 +597,14 @@ class World {
    * end (an overload floor's, the startup delay), else `coalesced` (the poll due at once after a claim).
    */
   private wakesStarted(i: number, t: number): void {
-    const state = this.wakes[i]!
+    const state = this.wakeState(i)
     const totals = this.recorder.totals
     if (!Number.isNaN(this.beforeWake[i]!)) totals.wakePolls++
     else if (state.waiting) {
       if (this.sleepWakeable[i] === 1) totals.wakesCoalesced++
       else totals.wakesHeld++
     }
-    this.wakes[i] = Coalesce.started(state, t)
+    this.setWakeState(i, Coalesce.started(state, t))
   }
 
   /**
@@ -590,7 +614,7 @@ class World {
    * the poll and asks for the next one now.
    */
   private wakesFinished(i: number, outcome: Scheduling.Outcome): boolean {
-    const state = this.wakes[i]!
+    const state = this.wakeState(i)
     const woken = !Number.isNaN(this.beforeWake[i]!)
     const finished = Coalesce.finished(
       state,
@@ -605,7 +629,7 @@ class World {
     if (state.waiting && !finished.state.waiting) this.recorder.totals.wakesIgnored++
     if (outcome !== "busy") this.lastFailed[i] = outcome === "error" ? 1 : 0
     this.beforeWake[i] = NaN
-    this.wakes[i] = finished.state
+    this.setWakeState(i, finished.state)
     return finished.again
   }
 
