@@ -83,7 +83,7 @@ const describe = (params: Model.Params, scenarioName: Model.Scenario) => {
       ? ""
       : `; wake ${
         params.wake.enabled ? "on" : "off"
-      }, writes ${params.wake.writeFraction} of API requests, wake delay ${params.wake.delayMillis} ms`),
+      }, writes ${params.wake.writeFraction} of API requests, wake delay ${params.wake.delayMillis} ms, woken polls ${params.wake.minIntervalMillis} ms apart at least`),
     ...describeAdaptive(params)
   ].join("\n")
 }

@@ -105,12 +105,14 @@ export interface Spike {
 }
 
 /**
- * The wake path (issue #35): an API write that commits tells its tenant's deriver, which polls now. Modelled
- * as the deriver's wake is specified: a wake while the deriver's poll is in flight is coalesced into at most
- * one more poll after it; a wake resets the idle schedule to the base interval (the write is evidence that the
- * database answered); a wake does not cut short an overload floor (a thrashing database is not helped by a
- * poll now; the floor's own sleep stands). A write gives its tenant one unit of work, claimed by the next
- * poll of its deriver, with the wake on or off, so both runs carry the same work.
+ * The wake path (issue #35): an API write that commits tells its tenant's deriver, which polls now. Each
+ * deriver's wakes are decided by `@resilience/wake`'s `Coalesce`, as the deriver's loop decides them: a wake
+ * while its poll is in flight is coalesced into at most one more poll after it; a woken poll starts no sooner
+ * than `minIntervalMillis` after the last poll started; it resets the schedule to the base interval (the write
+ * is evidence that the database answered), and if it fails anyway the schedule is restored and wakes are
+ * ignored until a poll succeeds; a wake does not cut short an overload floor (the floor's own sleep stands).
+ * A write gives its tenant one unit of work, claimed by the next poll of its deriver, with the wake on or
+ * off, so both runs carry the same work.
  *
  * @since 0.3.0
  */
@@ -124,6 +126,17 @@ export interface Wake {
   readonly writeFraction: number
   /** From the API's answer to the deriver's wake (the HTTP hop). */
   readonly delayMillis: number
+  /**
+   * The least time from one poll's start to a woken poll's start (`DERIVER_WAKE_MIN_INTERVAL_SECONDS`; the
+   * deriver's default in {@link noWake}).
+   */
+  readonly minIntervalMillis: number
+  /**
+   * A candidate the deriver does not run (absent or 0: the deriver's wake): a woken poll whose deriver's last
+   * poll failed waits a delay drawn uniformly in `[0, spreadAfterFailureMillis)` (`Jitter.startupDelayFrom`),
+   * so that a fleet-wide wave of writes after an outage does not wake every deriver at once.
+   */
+  readonly spreadAfterFailureMillis?: number | undefined
 }
 
 /**
@@ -306,7 +319,12 @@ export const incident = {
  *
  * @since 0.3.0
  */
-export const noWake: Wake = { enabled: false, writeFraction: 0, delayMillis: 1 }
+export const noWake: Wake = {
+  enabled: false,
+  writeFraction: 0,
+  delayMillis: 1,
+  minIntervalMillis: DeriverConfig.defaults.wakeMinIntervalSeconds * 1000
+}
 
 /**
  * The policy's part of the parameters: jitter ratio, startup jitter and acquisition.

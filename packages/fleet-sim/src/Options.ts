@@ -307,6 +307,18 @@ export const overrides: ReadonlyArray<Override> = [
     NonNegative,
     (w, v) => (w.delayMillis = v)
   ),
+  wakeOverride(
+    "wake-min-interval-ms",
+    "the least time from a deriver's last poll start to a woken poll's start, ms (DERIVER_WAKE_MIN_INTERVAL_SECONDS)",
+    NonNegative,
+    (w, v) => (w.minIntervalMillis = v)
+  ),
+  wakeOverride(
+    "wake-spread-after-failure-ms",
+    "a candidate, not the deriver's: a woken poll after a failed poll waits a uniform delay below this, ms (0: none)",
+    NonNegative,
+    (w, v) => (w.spreadAfterFailureMillis = v)
+  ),
   outageOverride("outage-at", "outage scenario: the database goes down, seconds", "atSeconds", NonNegative),
   outageOverride("outage-seconds", "outage scenario: how long it stays down, seconds", "seconds", NonNegative),
   outageOverride(

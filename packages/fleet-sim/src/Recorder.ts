@@ -67,9 +67,13 @@ export interface Totals {
   /**
    * The wake path (`Model.Wake`): writes served (each gives its tenant a unit of work), wakes that reached a
    * deriver, the polls they caused (now, or the one more poll after a poll in flight), the wakes coalesced
-   * (one more poll was already waiting: folded into it) and those held by an overload floor. Every wake is
-   * one of the last three, or the one more poll still waiting at the horizon (at most one per deriver).
-   * Optional, so that totals counted elsewhere (the outage lab's) need not name them; a run's are all set.
+   * (one was already waiting, or a poll due at once covered it), those held (the sleep was an overload
+   * floor's or the startup delay, which a wake does not end: the poll after it covered the wake) and those
+   * ignored (wakes were disarmed: they arrived after a woken poll failed and before a poll succeeded, or were
+   * waiting when it failed). Every wake is one of the last four, or still waiting at the horizon (at most
+   * one per deriver). `wakePollsFailed`: woken polls that failed (each restored its deriver's schedule and
+   * disarmed its wakes). Optional, so that totals counted elsewhere (the outage lab's) need not name them; a
+   * run's are all set.
    *
    * @since 0.3.0
    */
@@ -78,6 +82,8 @@ export interface Totals {
   readonly wakePolls?: number
   readonly wakesCoalesced?: number
   readonly wakesHeld?: number
+  readonly wakesIgnored?: number
+  readonly wakePollsFailed?: number
   /**
    * The `outage` scenario's resent writes: served (each tenant's API's first 201 after the restart), processed
    * (claimed by the tenant's deriver), and the time of the last of each (milliseconds, -1: none).
@@ -132,6 +138,8 @@ export class Recorder {
     wakePolls: 0,
     wakesCoalesced: 0,
     wakesHeld: 0,
+    wakesIgnored: 0,
+    wakePollsFailed: 0,
     resendsServed: 0,
     resendsProcessed: 0,
     lastResendServedMillis: -1,

@@ -55,7 +55,10 @@ export const summaryTable = (runs: ReadonlyArray<{ readonly name: string; readon
     ["API shed (admission gate)", (s) => String(s.apiShed)],
     ["peak active after trigger", (s) => String(s.peakActiveAfterTrigger)],
     ["writes / wakes", (s) => `${s.writes} / ${s.wakes}`],
-    ["wake polls / coalesced / held", (s) => `${s.wakePolls} / ${s.wakesCoalesced} / ${s.wakesHeld}`],
+    [
+      "wake polls (failed) / coalesced / held / ignored",
+      (s) => `${s.wakePolls} (${s.wakePollsFailed}) / ${s.wakesCoalesced} / ${s.wakesHeld} / ${s.wakesIgnored}`
+    ],
     [
       "pickup p50 / p99 / max",
       (s) =>

@@ -22,11 +22,14 @@
  * first (`apiArrival` → `admitApi` or `shedApi`; `apiDone` tells the gate how it went).
  *
  * With the wake path (`Model.Wake`), an API write that is served gives its tenant a unit of work and, when the
- * wake is on, reaches the tenant's deriver `delayMillis` later (`wakeArrives`): an idle deriver polls now
- * with its schedule reset to the base interval; a deriver whose poll is in flight (or whose worker is busy)
- * folds it into one more poll when that poll ends (`finishPoll`); an overload floor holds it. The `outage`
- * scenario refuses every attempt while the database is down (`attemptDone`) and then sends each tenant's
- * resent write (`resend`), again and again until one is served.
+ * wake is on, reaches the tenant's deriver `delayMillis` later (`wakeArrives`). What the deriver does with it
+ * is `@resilience/wake`'s `Coalesce`, the decision the deriver's loop runs, on a state per deriver: idle, it
+ * polls now (no sooner than the minimum interval after its last poll started) with its schedule reset to the
+ * base interval (`wokenPoll`); with a poll in flight it folds the wake into one more poll when that poll ends
+ * (`finishPoll`); a woken poll that fails restores the schedule it had before the wake and disarms wakes until
+ * a poll succeeds; a sleep under an overload floor is not ended by a wake. The `outage` scenario refuses every
+ * attempt while the database is down (`attemptDone`) and then sends each tenant's resent write (`resend`),
+ * again and again until one is served.
  *
  * The hot loop is plain TypeScript over typed arrays: an event heap, FIFO ring buffers, a processor-sharing
  * database, no allocation per event beyond the deriver's own decision objects.
@@ -34,6 +37,8 @@
  * @since 0.1.0
  */
 import { Overload, Scheduling } from "@resilience/deriver"
+import { Jitter, PollBackoff } from "@resilience/jitter"
+import { Coalesce } from "@resilience/wake"
 import { EventQueue } from "./EventQueue.ts"
 import * as Gate from "./Gate.ts"
 import { IntQueue } from "./IntQueue.ts"
@@ -97,6 +102,23 @@ export interface Progress {
 }
 
 /**
+ * One poll of a deriver, as {@link RunOptions.onPoll} sees it once the deriver has decided what follows.
+ *
+ * @since 0.3.0
+ */
+export interface Poll {
+  readonly deriver: number
+  /** When the poll started (for a `busy` poll, which makes no query: when it ended). */
+  readonly startedAtMillis: number
+  readonly endedAtMillis: number
+  readonly outcome: Scheduling.Outcome
+  /** Whether a wake made this poll (it ended the sleep before it, or came while the last was in flight). */
+  readonly woken: boolean
+  /** The deriver's poll interval after the decision (its `PollBackoff.State`). */
+  readonly intervalMillis: number
+}
+
+/**
  * Options of {@link run}.
  *
  * @since 0.1.0
@@ -108,6 +130,12 @@ export interface RunOptions {
   readonly recordClaims?: number | undefined
   /** Wall clock in milliseconds, for progress pacing (default `performance.now`). */
   readonly now?: (() => number) | undefined
+  /**
+   * Called as each deriver's poll ends, after its decision (for tests that follow a deriver poll by poll).
+   *
+   * @since 0.3.0
+   */
+  readonly onPoll?: ((poll: Poll) => void) | undefined
 }
 
 /**
@@ -119,7 +147,7 @@ export interface RunOptions {
 export const run = (params: Model.Params, options: RunOptions = {}): Outcome => {
   const clock = options.now ?? (() => performance.now())
   const wallStart = clock()
-  const world = new World(params, options.recordClaims ?? 0)
+  const world = new World(params, options.recordClaims ?? 0, options.onPoll)
   world.scheduleStart()
   world.runToHorizon(progressReporter(world, clock, options.onProgress))
   return {
@@ -193,6 +221,7 @@ class World {
   readonly claimStartTimes: Array<{ deriver: number; atMillis: number }> = []
   readonly pickups: Array<number> = []
   private readonly recordClaims: number
+  private readonly onPoll: ((poll: Poll) => void) | undefined
   private readonly random: () => number
   private readonly derivers: number
   private readonly failfast: boolean
@@ -218,10 +247,23 @@ class World {
   private readonly cancelled: Uint8Array
   private readonly freeApi: Array<number> = []
 
-  // The wake path: the deriver's wake waiting for its poll in flight to end, the units of work writes gave a
-  // tenant, whether a tenant's resent write is served and not yet processed, and each API request's tenant
-  // (-1: background traffic, a write only by the write fraction's draw).
-  private readonly pendingWake: Uint8Array
+  // The wake path: whether wakes are on, each deriver's coalescing state, the schedule it had before a wake
+  // reset it (NaN: the next poll is not a woken one), whether its current sleep may be ended by a wake (not
+  // under an overload floor, not the startup delay), the units of work writes gave a tenant, whether a
+  // tenant's resent write is served and not yet processed, and each API request's tenant (-1: background
+  // traffic, a write only by the write fraction's draw).
+  private readonly wakeOn: boolean
+  private readonly wakeMinIntervalMillis: number
+  /** Each deriver's `Coalesce.State`, field by field (a state object lives only for the decision's call). */
+  private readonly wakeInFlight: Uint8Array
+  private readonly wakeWaiting: Uint8Array
+  private readonly wakeArmed: Uint8Array
+  private readonly wakeLastStarted: Float64Array
+  private readonly beforeWake: Float64Array
+  private readonly sleepWakeable: Uint8Array
+  /** Whether the deriver's last poll failed, and the candidate spread of a woken poll after one (`Model.Wake`). */
+  private readonly lastFailed: Uint8Array
+  private readonly spreadAfterFailureMillis: number
   private readonly pendingWork: Int32Array
   /** When the oldest write of the tenant's pending work was served. */
   private readonly workSince: Float64Array
@@ -255,9 +297,10 @@ class World {
   private spikeWanted = 0
   private spikeHeld = 0
 
-  constructor(params: Model.Params, recordClaims: number) {
+  constructor(params: Model.Params, recordClaims: number, onPoll: ((poll: Poll) => void) | undefined) {
     this.params = params
     this.recordClaims = recordClaims
+    this.onPoll = onPoll
     this.random = Prng.make(params.seed)
     this.recorder = new Recorder.Recorder(params.horizonSeconds)
     const n = params.derivers
@@ -289,7 +332,18 @@ class World {
     this.admittedAt = new Float64Array(size)
     this.inFlightAtAdmit = new Int32Array(size)
     this.probe = new Uint8Array(size)
-    this.pendingWake = new Uint8Array(n)
+    this.wakeOn = params.wake?.enabled === true
+    this.wakeMinIntervalMillis = params.wake?.minIntervalMillis ?? 0
+    const m = this.wakeOn ? n : 0
+    this.wakeInFlight = new Uint8Array(m).fill(Coalesce.initial.inFlight ? 1 : 0)
+    this.wakeWaiting = new Uint8Array(m).fill(Coalesce.initial.waiting ? 1 : 0)
+    this.wakeArmed = new Uint8Array(m).fill(Coalesce.initial.armed ? 1 : 0)
+    this.wakeLastStarted = new Float64Array(m).fill(Coalesce.initial.lastStartedAtMillis)
+    this.beforeWake = new Float64Array(n).fill(NaN)
+    // a spread fleet has been running (asleep on its schedule); an aligned one is in its startup delay
+    this.sleepWakeable = new Uint8Array(n).fill(params.start === "spread" ? 1 : 0)
+    this.lastFailed = new Uint8Array(n)
+    this.spreadAfterFailureMillis = params.wake?.spreadAfterFailureMillis ?? 0
     this.pendingWork = new Int32Array(n)
     this.workSince = new Float64Array(n)
     this.resendOutstanding = new Uint8Array(n)
@@ -408,9 +462,13 @@ class World {
 
   // A deriver's poll.
 
-  /** A deriver wakes: it polls, unless its one worker is still busy (then a jittered base sleep). */
+  /**
+   * A deriver wakes: it polls, unless its one worker is still busy (then a jittered base sleep). As the real
+   * loop, the poll starts in the wakes' state (`Coalesce.started`: it covers every wake before it).
+   */
   private wake(i: number, t: number): void {
     this.recorder.totals.polls++
+    if (this.wakeOn) this.wakesStarted(i, t)
     if (t < this.busyUntil[i]!) {
       this.generation[i]!++
       this.finishPoll(i, "busy", t, "none")
@@ -428,12 +486,19 @@ class World {
     const overload = this.params.overload
     this.generation[i]!++
     this.phase[i] = IDLE
+    const woken = this.wakeOn && !Number.isNaN(this.beforeWake[i]!)
+    const again = this.wakeOn && this.wakesFinished(i, outcome)
     if (overload === undefined) {
       const u = Scheduling.needsDraw(outcome, settings) ? this.random() : 0
       const decision = Scheduling.decide(settings, { currentMillis: this.current[i]! }, outcome, u)
       this.current[i] = decision.state.currentMillis
-      const wakeAt = this.pendingWake[i] === 1 && outcome !== "busy" ? this.wokenAgain(i, t) : t + decision.sleepMillis
-      this.events.push(wakeAt, WAKE, i, this.generation[i]!)
+      if (this.onPoll !== undefined) this.observePoll(i, outcome, t, woken)
+      if (this.wakeOn) this.sleepWakeable[i] = 1
+      if (again && decision.sleepMillis > 0) {
+        this.wokenPoll(i, t)
+        return
+      }
+      this.events.push(t + decision.sleepMillis, WAKE, i, this.generation[i]!)
       return
     }
     const state: Overload.State = { floorMillis: this.floor[i]!, healthySinceMillis: this.healthySince[i]! }
@@ -451,60 +516,121 @@ class World {
     this.current[i] = decision.schedule.currentMillis
     this.floor[i] = decision.overload.floorMillis
     this.healthySince[i] = decision.overload.healthySinceMillis
+    if (this.onPoll !== undefined) this.observePoll(i, outcome, t, woken)
+    // As the real loop: wakes end a sleep unless the overload floor imposes it; a wake that came during the
+    // poll makes the next poll now (unless the poll is due at once anyway: that poll covers it).
+    if (this.wakeOn) this.sleepWakeable[i] = decision.floorMillis === 0 ? 1 : 0
+    if (again && decision.sleepMillis > 0 && decision.floorMillis === 0) {
+      this.wokenPoll(i, t)
+      return
+    }
     // As the real loop, a busy sleep that may be woken ends when the worker is freed.
     const sleepUntil = t + decision.sleepMillis
     const wakeAt = decision.wakeable && this.busyUntil[i]! < sleepUntil ? this.busyUntil[i]! : sleepUntil
-    if (this.pendingWake[i] === 1 && outcome !== "busy") {
-      if (decision.floorMillis > 0) {
-        this.pendingWake[i] = 0
-        this.recorder.totals.wakesHeld++
-      } else {
-        this.events.push(this.wokenAgain(i, t), WAKE, i, this.generation[i]!)
-        return
-      }
-    }
     this.events.push(wakeAt, WAKE, i, this.generation[i]!)
   }
 
-  /** The one more poll a wake that came during a poll asks for: now, from the base interval. */
-  private wokenAgain(i: number, t: number): number {
-    this.pendingWake[i] = 0
-    this.current[i] = this.params.poll.baseMillis
-    this.recorder.totals.wakePolls++
-    return t
+  private wakeState(i: number): Coalesce.State {
+    return {
+      inFlight: this.wakeInFlight[i] === 1,
+      waiting: this.wakeWaiting[i] === 1,
+      armed: this.wakeArmed[i] === 1,
+      lastStartedAtMillis: this.wakeLastStarted[i]!
+    }
   }
 
-  // The wake path.
+  private setWakeState(i: number, state: Coalesce.State): void {
+    this.wakeInFlight[i] = state.inFlight ? 1 : 0
+    this.wakeWaiting[i] = state.waiting ? 1 : 0
+    this.wakeArmed[i] = state.armed ? 1 : 0
+    this.wakeLastStarted[i] = state.lastStartedAtMillis
+  }
+
+  private observePoll(i: number, outcome: Scheduling.Outcome, t: number, woken: boolean): void {
+    this.onPoll!({
+      deriver: i,
+      startedAtMillis: outcome === "busy" ? t : this.pollStart[i]!,
+      endedAtMillis: t,
+      outcome,
+      woken,
+      intervalMillis: this.current[i]!
+    })
+  }
+
+  // The wake path: the deriver's coalescing (`Coalesce`), as its loop runs it.
 
   /**
-   * A wake reaches deriver `i`: idle, it polls now from the base interval (the poll it was sleeping towards
-   * is superseded); with a poll in flight or a busy worker, it waits for one more poll after that; with a wake
-   * already waiting, it is coalesced into that one; under an overload floor it is held (the floor's sleep
-   * stands).
+   * A wake reaches deriver `i` and `Coalesce.wake` decides: `pollNow` (idle: the sleep it is in ends, unless
+   * a wake may not end it: then the poll after the sleep covers the wake, counted `held` when it starts),
+   * `oneMoreAfter` (a poll is in flight: decided when it ends), `coalesced` (one is waiting already) or
+   * `ignored` (a woken poll failed and no poll has succeeded since).
    */
   private wakeArrives(i: number, t: number): void {
     const totals = this.recorder.totals
     totals.wakes++
-    if (this.pendingWake[i] === 1) {
-      totals.wakesCoalesced++
-      return
+    const [decision, next] = Coalesce.wake(this.wakeState(i))
+    this.setWakeState(i, next)
+    if (decision === "coalesced") totals.wakesCoalesced++
+    else if (decision === "ignored") totals.wakesIgnored++
+    else if (decision === "pollNow" && this.sleepWakeable[i] === 1) this.wokenPoll(i, t)
+  }
+
+  /**
+   * A wake ends deriver `i`'s sleep at `t`: the poll it was sleeping towards is superseded by a woken poll,
+   * no sooner than the minimum interval after the last poll started (`Coalesce.delayMillis`); the schedule
+   * starts again from its base, and the one before is kept in case the woken poll fails.
+   */
+  private wokenPoll(i: number, t: number): void {
+    let delay = Coalesce.delayMillis(this.wakeState(i), this.wakeMinIntervalMillis, t)
+    if (this.spreadAfterFailureMillis > 0 && this.lastFailed[i] === 1) {
+      delay = Math.max(delay, Jitter.startupDelayFrom(this.spreadAfterFailureMillis, this.random()))
     }
-    if (this.phase[i] !== IDLE || t < this.busyUntil[i]!) {
-      // counted when it is taken: the one more poll, or held by a floor
-      this.pendingWake[i] = 1
-      return
+    this.beforeWake[i] = this.current[i]!
+    this.current[i] = PollBackoff.initial(this.params.poll).currentMillis
+    this.generation[i]!++
+    this.events.push(t + delay, WAKE, i, this.generation[i]!)
+  }
+
+  /**
+   * Deriver `i`'s poll starts (`Coalesce.started`). A wake waiting then is taken by it: a woken poll's own
+   * (`wakePolls`), or one that the poll covers anyway: `held` if the sleep before it was one a wake may not
+   * end (an overload floor's, the startup delay), else `coalesced` (the poll due at once after a claim).
+   */
+  private wakesStarted(i: number, t: number): void {
+    const state = this.wakeState(i)
+    const totals = this.recorder.totals
+    if (!Number.isNaN(this.beforeWake[i]!)) totals.wakePolls++
+    else if (state.waiting) {
+      if (this.sleepWakeable[i] === 1) totals.wakesCoalesced++
+      else totals.wakesHeld++
     }
-    const overload = this.params.overload
-    if (
-      overload !== undefined &&
-      Overload.floorAt(overload, { floorMillis: this.floor[i]!, healthySinceMillis: this.healthySince[i]! }, t) > 0
-    ) {
-      totals.wakesHeld++
-      return
+    this.setWakeState(i, Coalesce.started(state, t))
+  }
+
+  /**
+   * Deriver `i`'s poll ended with `outcome` (`Coalesce.finished`: a busy poll made no query). A woken poll
+   * that failed restores the schedule it had before the wake (the outage schedule goes on as it was), drops
+   * a wake waiting (counted `ignored`) and disarms wakes until a poll succeeds. Whether a wake came in during
+   * the poll and asks for the next one now.
+   */
+  private wakesFinished(i: number, outcome: Scheduling.Outcome): boolean {
+    const state = this.wakeState(i)
+    const woken = !Number.isNaN(this.beforeWake[i]!)
+    const finished = Coalesce.finished(
+      state,
+      outcome === "busy"
+        ? { succeeded: false, woken: false }
+        : { succeeded: outcome === "claimed" || outcome === "empty", woken }
+    )
+    if (woken && outcome === "error") {
+      this.current[i] = this.beforeWake[i]!
+      this.recorder.totals.wakePollsFailed++
     }
-    totals.wakePolls++
-    this.current[i] = this.params.poll.baseMillis
-    this.wake(i, t)
+    if (state.waiting && !finished.state.waiting) this.recorder.totals.wakesIgnored++
+    if (outcome !== "busy") this.lastFailed[i] = outcome === "error" ? 1 : 0
+    this.beforeWake[i] = NaN
+    this.setWakeState(i, finished.state)
+    return finished.again
   }
 
   /**

@@ -31,7 +31,15 @@ export interface Summary extends
   Required<
     Pick<
       Recorder.Totals,
-      "writes" | "wakes" | "wakePolls" | "wakesCoalesced" | "wakesHeld" | "resendsServed" | "resendsProcessed"
+      | "writes"
+      | "wakes"
+      | "wakePolls"
+      | "wakesCoalesced"
+      | "wakesHeld"
+      | "wakesIgnored"
+      | "wakePollsFailed"
+      | "resendsServed"
+      | "resendsProcessed"
     >
   >
 {
@@ -182,6 +190,8 @@ export const summarize = (outcome: Simulation.Outcome): Summary => {
     wakePolls: totals.wakePolls ?? 0,
     wakesCoalesced: totals.wakesCoalesced ?? 0,
     wakesHeld: totals.wakesHeld ?? 0,
+    wakesIgnored: totals.wakesIgnored ?? 0,
+    wakePollsFailed: totals.wakePollsFailed ?? 0,
     resendsServed: totals.resendsServed ?? 0,
     resendsProcessed: totals.resendsProcessed ?? 0,
     polls: totals.polls,

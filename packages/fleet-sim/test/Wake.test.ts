@@ -1,12 +1,16 @@
 /**
  * The modelled wake (`Model.Wake`): a served API write gives its tenant work and, with the wake on, makes the
- * tenant's deriver poll now; wakes during a poll coalesce into one more poll; an overload floor holds them.
- * Seeded runs; every figure asserted is computed by the simulation, the bounds come from the model's settings.
+ * tenant's deriver poll now, as `@resilience/wake`'s `Coalesce` decides for the deriver: wakes during a poll
+ * coalesce into one more poll, a woken poll waits out the minimum interval, a woken poll that fails restores
+ * the schedule and disarms wakes until a poll succeeds; an overload floor holds them. Seeded runs; every
+ * figure asserted is computed by the simulation, the bounds come from the model's settings.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { PollBackoff } from "@resilience/jitter"
 import * as Model from "../src/Model.ts"
 import * as Simulation from "../src/Simulation.ts"
 import * as Summary from "../src/Summary.ts"
+import { followable } from "./fixtures.ts"
 
 /** A healthy fleet at its idle cap (spread start), writes only, a database with room for everyone. */
 const healthy = (enabled: boolean, overrides: Partial<Model.Params> = {}): Model.Params => {
@@ -19,17 +23,18 @@ const healthy = (enabled: boolean, overrides: Partial<Model.Params> = {}): Model
     api: { requestsPerSecond: 2, queryMillis: 20 },
     pooler: { ...preset.pooler, backendCeiling: 200 },
     database: { ...preset.database, cores: 200 },
-    wake: { enabled, writeFraction: 1, delayMillis: 1 },
+    wake: { ...Model.noWake, enabled, writeFraction: 1 },
     ...overrides
   }
 }
 
 /**
- * Every wake is a poll of its own (now, or the one more poll after a poll in flight), coalesced into a wake
- * already waiting, or held by a floor; at most one per deriver is still waiting at the horizon.
+ * Every wake is a poll of its own (now, or the one more poll after a poll in flight), coalesced, held by a
+ * floor or ignored (disarmed); at most one per deriver is still waiting at the horizon.
  */
 const accounted = (summary: Summary.Summary, derivers: number) => {
-  const waiting = summary.wakes - summary.wakePolls - summary.wakesCoalesced - summary.wakesHeld
+  const waiting = summary.wakes - summary.wakePolls - summary.wakesCoalesced - summary.wakesHeld -
+    summary.wakesIgnored
   assert.isTrue(waiting >= 0 && waiting <= derivers, `${waiting} wakes unaccounted for`)
 }
 
@@ -85,6 +90,81 @@ describe("Simulation: the wake path", () => {
     accounted(summary, params.derivers)
   })
 
+  it("a woken poll starts no sooner than the minimum interval after the last poll started", () => {
+    // a flood of wakes to one deriver whose claims take 1 ms: without the interval, woken polls follow one
+    // another within milliseconds
+    const flood = (minIntervalMillis: number) => {
+      const params = healthy(true, {
+        derivers: 1,
+        horizonSeconds: 60,
+        api: { requestsPerSecond: 500, queryMillis: 1 },
+        database: { cores: 50, claimMillis: 1, contention: 0 },
+        wake: { ...Model.noWake, enabled: true, writeFraction: 1, minIntervalMillis }
+      })
+      const gaps: Array<number> = []
+      let lastStart = -Infinity
+      Simulation.run(params, {
+        onPoll: (poll) => {
+          if (poll.woken) gaps.push(poll.startedAtMillis - lastStart)
+          lastStart = poll.startedAtMillis
+        }
+      })
+      return { gaps, params }
+    }
+    const bounded = flood(Model.noWake.minIntervalMillis)
+    const unbounded = flood(0)
+    assert.isAbove(Model.noWake.minIntervalMillis, 0)
+    // the flood keeps the deriver polling at the bound: more than one woken poll per two intervals
+    assert.isAbove(bounded.gaps.length, bounded.params.horizonSeconds * 1000 / Model.noWake.minIntervalMillis / 2)
+    assert.isAtLeast(Math.min(...bounded.gaps), Model.noWake.minIntervalMillis - 1e-9)
+    assert.isBelow(Math.min(...unbounded.gaps), Model.noWake.minIntervalMillis)
+    assert.isAbove(unbounded.gaps.length, bounded.gaps.length)
+  })
+
+  it("a woken poll that fails restores the schedule and disarms wakes until a poll succeeds, as Coalesce.finished", () => {
+    // one deriver; the wake's hop is long (240 s), so writes served before the outage wake it during it
+    const params = followable("fixed", { derivers: 1, horizonSeconds: 1_200 }, {
+      api: { requestsPerSecond: 0.1, queryMillis: 20 },
+      wake: { ...Model.noWake, enabled: true, writeFraction: 1, delayMillis: 240_000 },
+      outage: { atSeconds: 300, seconds: 600, resendWindowMillis: 30_000 }
+    })
+    const polls: Array<Simulation.Poll> = []
+    const summary = Summary.summarize(Simulation.run(params, { onPoll: (poll) => polls.push(poll) }))
+    let armed = true
+    let failedWoken = 0
+    let restoredAboveBase = 0
+    let rearmed = 0
+    let wokenAfterRearm = 0
+    let previous: Simulation.Poll | undefined
+    for (const poll of polls) {
+      if (poll.woken) {
+        assert.isTrue(armed, `a woken poll at ${poll.startedAtMillis} ms while wakes were disarmed`)
+        if (rearmed > 0) wokenAfterRearm++
+      }
+      if (poll.woken && poll.outcome === "error") {
+        failedWoken++
+        // the schedule it had before the wake, stepped by the failure (not the base the wake reset it to)
+        const before = previous!.intervalMillis
+        assert.strictEqual(poll.intervalMillis, PollBackoff.step({ currentMillis: before }, params.poll).currentMillis)
+        if (before > params.poll.baseMillis) restoredAboveBase++
+        armed = false
+      } else if (poll.outcome === "claimed" || poll.outcome === "empty") {
+        if (!armed) rearmed++
+        armed = true
+      }
+      previous = poll
+    }
+    assert.isAtLeast(failedWoken, 1)
+    assert.strictEqual(summary.wakePollsFailed, failedWoken)
+    // the restore was seen to matter: the schedule before the wake was above the base
+    assert.isAbove(restoredAboveBase, 0)
+    // wakes came while disarmed and were ignored; once a poll succeeded, wakes made polls again
+    assert.isAbove(summary.wakesIgnored, 0)
+    assert.isAbove(rearmed, 0)
+    assert.isAbove(wokenAfterRearm, 0)
+    accounted(summary, params.derivers)
+  })
+
   it("a wake does not cut an overload floor short: on a thrashing database wakes are held", () => {
     const preset = Model.preset("spike", "adaptive")
     const params: Model.Params = {
@@ -96,7 +176,7 @@ describe("Simulation: the wake path", () => {
       admission: undefined,
       // the claims alone oversubscribe the cores and contention makes it worse: polls are slow, floors rise
       database: { cores: 2, claimMillis: 170, contention: 2 },
-      wake: { enabled: true, writeFraction: 1, delayMillis: 1 }
+      wake: { ...Model.noWake, enabled: true, writeFraction: 1 }
     }
     const { summary } = run(params)
     assert.isAbove(summary.wakesHeld, 0)
@@ -107,7 +187,7 @@ describe("Simulation: the wake path", () => {
     const params = {
       ...Model.scaled(Model.preset("incident", "fixed"), 8),
       horizonSeconds: 900,
-      wake: { enabled: true, writeFraction: 0.1, delayMillis: 1 }
+      wake: { ...Model.noWake, enabled: true, writeFraction: 0.1 }
     }
     const { summary } = run(params)
     assert.isAbove(summary.wakePolls, 1000)
