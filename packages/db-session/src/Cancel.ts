@@ -27,8 +27,12 @@ export const message = (key: BackendKey): Buffer => {
   return buffer
 }
 
-/** The 8-byte SSLRequest: length 8, the code 80877103. */
-const sslRequest = (): Buffer => {
+/**
+ * The 8-byte SSLRequest: length 8, the code 80877103; the first message of a connection that asks for TLS (a
+ * CancelRequest's, and the postgres.js driver's).
+ * @category messages
+ */
+export const sslRequest = (): Buffer => {
   const buffer = Buffer.alloc(8)
   buffer.writeInt32BE(8, 0)
   buffer.writeInt32BE(80877103, 4)

@@ -3,12 +3,16 @@
  * reconnect by itself (lazily on the next query, and again when a socket closes during startup), so each
  * instance gets a socket factory that hands out exactly one socket: any second connect fails instead of
  * knocking again. Its own pool, prepared statements and lifetime timers are switched off; the session owns
- * pooling. TLS is given as `ssl` (`false` under `disable`, postgres.js's own `prefer` under `prefer`, Node TLS
- * options otherwise) on a URL without `ssl*` parameters, which postgres.js would otherwise read itself (and send
- * the ones it does not know to the server as startup parameters).
+ * pooling. TLS is negotiated in the socket factory (the SSLRequest, then the handshake with the Node TLS options
+ * `Tls.resolve` gave), and postgres.js is handed the TLS socket with its own `ssl` off: the socket postgres.js
+ * writes to is then the one this driver destroys. (Left to postgres.js, the TLS socket wraps the factory's TCP
+ * socket; destroying that one left the TLS socket open on a closed descriptor, and postgres.js's goodbye on it
+ * threw an uncaught `write EBADF` that ends the process.) The URL has no `ssl*` parameters, which postgres.js
+ * would otherwise read itself (and send the ones it does not know to the server as startup parameters).
  */
 import { Effect } from "effect"
-import { connect as netConnect, type Socket } from "node:net"
+import { connect as netConnect, isIP, type Socket } from "node:net"
+import { connect as tlsConnect, type ConnectionOptions } from "node:tls"
 import postgres from "postgres"
 import * as Cancel from "./Cancel.ts"
 import {
@@ -31,11 +35,13 @@ interface SocketOptions {
   readonly path?: string | false
 }
 
-/** What pg says when the server answers "N" to the SSLRequest; postgres.js would try a TLS handshake anyway. */
+/** What pg says when the server answers "N" to the SSLRequest. */
 const noTls = (): Error => new Error("The server does not support SSL connections")
 
-/** The first byte of the server's answer to the SSLRequest: `N`, no TLS. */
-const refused = 0x4e
+const ignore = (): void => undefined
+
+/** The first byte of the server's answer to the SSLRequest: `S`, TLS follows. */
+const accepted = 0x53
 
 const openSocket = (options: SocketOptions): Promise<Socket> =>
   new Promise((resolve, reject) => {
@@ -51,21 +57,67 @@ const openSocket = (options: SocketOptions): Promise<Socket> =>
     })
   })
 
+/** The server's one-byte answer to the SSLRequest written on `socket`. */
+const answerTo = (socket: Socket): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const fail = (error: unknown) => {
+      socket.removeListener("data", answer)
+      reject(error)
+    }
+    const answer = (chunk: Buffer) => {
+      socket.removeListener("error", fail)
+      socket.removeListener("close", closed)
+      socket.pause()
+      resolve(chunk[0] ?? 0)
+    }
+    const closed = () => fail(secondSocket())
+    socket.once("error", fail)
+    socket.once("close", closed)
+    socket.once("data", answer)
+    socket.write(Cancel.sslRequest())
+  })
+
+/** The TLS handshake over `socket`, with SNI for a host name as libpq sends it (never for an address). */
+const handshake = (socket: Socket, host: string | undefined, ssl: ConnectionOptions): Promise<Socket> =>
+  new Promise((resolve, reject) => {
+    const servername = host !== undefined && !host.startsWith("/") && isIP(host) === 0 ? host : undefined
+    const secure = tlsConnect({ ...(servername === undefined ? {} : { servername }), ...ssl, socket })
+    secure.once("error", reject)
+    secure.once("secureConnect", () => {
+      secure.removeListener("error", reject)
+      resolve(secure)
+    })
+  })
+
 const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown> =>
   Effect.callback<RawConnection, unknown>((resume) => {
+    /** The TCP socket, and the TLS socket over it when the connection runs TLS (the one postgres.js holds). */
     let socket: Socket | undefined
+    let secure: Socket | undefined
     let address: Cancel.Address | undefined
     let backend: Cancel.BackendKey | undefined
     let handedOut = false
     let broken = false
-    /** Whether the server answered the SSLRequest with "N" (postgres.js only checks it for `prefer`). */
-    let tlsRefused = false
     /** The notices of the statement running now (one at a time): postgres.js reports them before the answer. */
     let notices: Array<unknown> = []
     const { mode } = options.tls
     const destroy = () => {
       broken = true
+      // the TLS socket first: destroyed, it is no longer "open" to postgres.js, which then writes nothing on it
+      secure?.destroy()
       socket?.destroy()
+    }
+    /** The SSLRequest and, on "S", the handshake; on "N" the plain socket under `prefer`, a failure otherwise. */
+    const negotiate = async (opened: Socket, host: string | undefined): Promise<Socket> => {
+      if (mode === "disable") return opened
+      const answer = await answerTo(opened)
+      if (answer !== accepted) {
+        if (mode === "prefer") return opened
+        throw noTls()
+      }
+      if (broken) throw secondSocket()
+      secure = await handshake(opened, host, options.tls.ssl ?? {})
+      return secure
     }
     const settings = {
       max: 1,
@@ -89,7 +141,8 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
         broken = true
       },
       connection: { application_name: options.applicationName },
-      ssl: mode === "disable" ? false : mode === "prefer" ? "prefer" : options.tls.ssl,
+      // TLS is negotiated in `socket` below; postgres.js is handed the socket to speak the protocol on
+      ssl: false,
       socket: (socketOptions: SocketOptions): Promise<Socket> => {
         if (handedOut) return Promise.reject(secondSocket())
         handedOut = true
@@ -103,16 +156,27 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
             throw secondSocket()
           }
           socket = opened
-          if (mode !== "disable") {
-            // postgres.js writes the SSLRequest first; its answer is the socket's first byte
-            opened.once("data", (chunk: Buffer) => {
-              tlsRefused = chunk[0] === refused
-            })
-          }
+          // its failures reach the attempt as its close, the SSLRequest's answer, the handshake's failure or
+          // postgres.js's own listener; none may end the process as an unhandled "error" event
+          opened.on("error", ignore)
           opened.once("close", () => {
             broken = true
           })
-          return opened
+          return negotiate(opened, socketOptions.path ? undefined : socketOptions.host[0]).then((ready) => {
+            if (broken) {
+              // interrupted during the handshake
+              destroy()
+              throw secondSocket()
+            }
+            ready.on("error", ignore)
+            ready.once("close", () => {
+              broken = true
+            })
+            return ready
+          }, (error: unknown) => {
+            destroy()
+            throw error
+          })
         })
       }
     }
@@ -143,7 +207,7 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
         address === undefined || backend === undefined
           ? Effect.void
           // over TLS when the connection runs TLS (not under `prefer` when the server answered "N")
-          : Cancel.send(address, backend, timeoutMillis, tlsRefused ? undefined : options.tls.ssl),
+          : Cancel.send(address, backend, timeoutMillis, secure === undefined ? undefined : options.tls.ssl),
       invalidate: () => {
         broken = true
       },
@@ -171,7 +235,7 @@ const connect = (options: ConnectOptions): Effect.Effect<RawConnection, unknown>
       },
       (error: unknown) => {
         destroyAll()
-        resume(Effect.fail(tlsRefused && mode !== "prefer" ? noTls() : error))
+        resume(Effect.fail(error))
       }
     )
     return Effect.sync(destroyAll)

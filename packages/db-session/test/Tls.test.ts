@@ -8,7 +8,11 @@ import { Cluster } from "@resilience/local-postgres"
 import { Certificates, PgBouncer } from "@resilience/test-db"
 import { Context, Effect, Layer } from "effect"
 import { type CheckoutError, DatabaseMisconfigured, DbSession, InvalidTlsSetting, Tls } from "../src/index.ts"
+import { driver as pgDriver } from "../src/PgDriver.ts"
+import { driver as postgresDriver } from "../src/PostgresDriver.ts"
 import { session } from "./support.ts"
+
+const drivers = { pg: pgDriver, postgres: postgresDriver } as const
 
 /** The TLS-only cluster and the CA that signs its certificate. */
 class TlsServer extends Context.Service<TlsServer, {
@@ -172,6 +176,33 @@ layer(TlsServer.layer, { excludeTestServices: true, timeout: "120 seconds" })("T
             untrustedCertificate(yield* connect(refused, at(cluster.url, "localhost", { sslmode: mode })), mode)
           }))
       }
+
+      it.effect("statements interrupted mid-flight over TLS: the connection is destroyed and nothing escapes", () =>
+        Effect.gen(function*() {
+          const { cluster } = yield* TlsServer
+          const tls = yield* Tls.resolve(at(cluster.url, "127.0.0.1", { sslmode: "require" }))
+          const connectOptions = { url: tls.url, tls, timeoutMillis: 2000, applicationName: "tls-interrupt" }
+          // an error no one handles (a write on a socket the driver closed) would end the process
+          const escaped: Array<unknown> = []
+          const record = (error: unknown) => escaped.push(error)
+          process.on("uncaughtException", record)
+          const interrupted: Array<boolean> = []
+          for (let i = 0; i < 10; i++) {
+            const raw = yield* drivers[driver].connect(connectOptions)
+            // what a statement deadline or a shutdown does to a statement in flight: interrupt it
+            const exit = yield* Effect.exit(
+              Effect.timeout(raw.query("select pg_sleep(0.5)", []), `${20 + i * 10} millis`)
+            )
+            interrupted.push(exit._tag === "Failure" && !raw.reusable())
+            yield* raw.close
+            // the destroyed socket's close and the driver's goodbye land within this
+            yield* Effect.sleep("20 millis")
+          }
+          yield* Effect.sleep("200 millis")
+          process.removeListener("uncaughtException", record)
+          assert.deepStrictEqual(interrupted, Array.from({ length: 10 }, () => true))
+          assert.deepStrictEqual(escaped.map(String), [])
+        }))
 
       it.effect("the options (DB_SSL* variables) apply when the URL says nothing; the URL's parameters win", () =>
         Effect.gen(function*() {

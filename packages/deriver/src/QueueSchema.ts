@@ -149,7 +149,7 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
           body(`SELECT * FROM ${claim}($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000)::float8)`)
         }`,
         `CREATE OR REPLACE FUNCTION ${record}(jsonb, text, text, boolean, bigint)
-          RETURNS TABLE (owned boolean, marked integer) ${generic} AS ${body(Queue.recordSql(schema))}`
+          RETURNS TABLE (owned boolean, marked integer) ${generic} AS ${Queue.recordBody(schema)}`
       ]
     }
   }

@@ -159,6 +159,45 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       ])
     }))
 
+  it.effect("a batch of done outcomes: queue_record's two statements mark it alike (the general one and the fast one)", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, schema } = yield* freshQueue
+      yield* on(Queue.enqueue, [...items("general", 3), ...items("done", 3)])
+      const claims = yield* on(Queue.claim, 2, "me")
+      const marks: Record<string, unknown> = {}
+      for (const claim of claims) {
+        const batch = yield* on(Queue.nextItems, claim, 10)
+        const outcomes = JSON.stringify(batch.map((item, i) => ({ id: item.id, error: i === 1 ? "boom" : null })))
+        const statement = claim.workUnitKey === "done" ? Queue.recordDoneSql(schema) : Queue.recordSql(schema)
+        marks[claim.workUnitKey] = yield* db.query(statement, [outcomes, claim.workUnitKey, "me", true, claim.id])
+      }
+      assert.deepStrictEqual(marks.done, [{ owned: true, marked: 3 }])
+      assert.deepStrictEqual(marks.general, marks.done)
+      const rows = yield* db.query<{ unit: string } & Record<string, unknown>>(
+        `SELECT work_unit_key AS unit, processed, error, attempts, last_error, run_at, dead_at, processed_by,
+                processed_claim IS NOT NULL AS has_claim, processed_at IS NOT NULL AS has_time
+         FROM ${queue} ORDER BY id`
+      )
+      const of = (unit: string) =>
+        rows.filter((row) => row.unit === unit).map((row): Record<string, unknown> =>
+          Object.fromEntries(Object.entries(row).slice(1))
+        )
+      assert.deepStrictEqual(of("done")[1], {
+        processed: true,
+        error: "boom",
+        attempts: 1,
+        last_error: "boom",
+        run_at: null,
+        dead_at: null,
+        processed_by: "me",
+        has_claim: true,
+        has_time: true
+      })
+      assert.deepStrictEqual(of("general"), of("done"))
+      // both released the unit
+      assert.strictEqual(yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`), 0)
+    }))
+
   it.effect("fencing: a worker whose unit was taken over reads and completes nothing, even as the same owner", () =>
     Effect.gen(function*() {
       const { db, on, queue, sessions } = yield* freshQueue
