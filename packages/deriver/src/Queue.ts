@@ -304,7 +304,9 @@ const claimedOf = (
 
 /**
  * Claims up to `limit` work units for `owner` (see {@link claimSql}; "due" by the `Clock`); returns the
- * {@link Claim}s, oldest first.
+ * {@link Claim}s, oldest first. Runs as a call of the function `queue_claim` with no items per unit (the claim
+ * of {@link claimWithItems}, whose kept plan walks the indexes in order): the statement's text, planned afresh on
+ * each call, may sort the whole backlog (docs/results/deriver-throughput.md).
  *
  * @since 0.1.0
  * @category effects
@@ -319,7 +321,10 @@ export const claim = (
     ? Effect.succeed([])
     : Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.map(
-        connection.query<{ work_unit_key: string; id: string }>(claimSql(schema), [limit, owner, now]),
+        connection.query<{ work_unit_key: string; id: string }>(
+          `SELECT work_unit_key, id FROM ${calls(schema).claim}`,
+          [limit, owner, 0, now]
+        ),
         (rows) => rows.map((row) => ({ workUnitKey: row.work_unit_key, owner, id: row.id }))
       ))
 
