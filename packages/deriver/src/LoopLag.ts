@@ -26,7 +26,7 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { readFileSync } from "node:fs"
+import { closeSync, openSync, readSync } from "node:fs"
 import { performance } from "node:perf_hooks"
 
 /**
@@ -136,9 +136,22 @@ export interface LoopLag {
 
 const schedstatPath = "/proc/self/schedstat"
 
-const readSchedstat = (): number | undefined => {
+/**
+ * `/proc/self/schedstat`, opened once for the probe's lifetime: each read is one `pread` at offset 0 (procfs
+ * makes the text afresh), not an open, a read and a close; it is read around every claim, so this is on the
+ * deriver's path once per unit.
+ */
+const openSchedstat = (): number | undefined => {
   try {
-    return schedstatMillis(readFileSync(schedstatPath, "utf8"))
+    return openSync(schedstatPath, "r")
+  } catch {
+    return undefined
+  }
+}
+
+const readSchedstat = (fd: number, buffer: Buffer): number | undefined => {
+  try {
+    return schedstatMillis(buffer.toString("latin1", 0, readSync(fd, buffer, 0, buffer.length, 0)))
   } catch {
     return undefined
   }
@@ -156,13 +169,20 @@ export const make = (
   options?: Partial<Settings> & { readonly source?: Source | undefined }
 ): Effect.Effect<LoopLag, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const atStart = options?.source === "timer" ? undefined : readSchedstat()
-    if (atStart !== undefined) {
+    const fd = options?.source === "timer"
+      ? undefined
+      : yield* Effect.acquireRelease(
+        Effect.sync(openSchedstat),
+        (opened) => Effect.sync(() => opened === undefined ? undefined : closeSync(opened))
+      )
+    const buffer = Buffer.alloc(256)
+    const atStart = fd === undefined ? undefined : readSchedstat(fd, buffer)
+    if (fd !== undefined && atStart !== undefined) {
       let last = 0
       return {
         source: "schedstat" as const,
         stalledMillis: Effect.sync(() => {
-          const now = readSchedstat()
+          const now = readSchedstat(fd, buffer)
           if (now !== undefined && now - atStart > last) last = now - atStart
           return last
         })

@@ -265,7 +265,8 @@ export const start = <Claim, R>(
 
     /**
      * A worker: its unit, then each unit claimed ahead while there is one (no poll in between); then its permit
-     * goes back. Every finished unit wakes the poller, which claims ahead again or polls for the free worker.
+     * goes back. A finished unit wakes the poller when that leaves a slot it may fill (a unit to claim ahead);
+     * a worker that stops wakes it for the free worker.
      */
     const runUnit = (first: Claim): Effect.Effect<void, never, R> =>
       Effect.gen(function*() {
@@ -284,7 +285,9 @@ export const start = <Claim, R>(
           }
           unit = stopping ? undefined : ready.shift()
           if (unit !== undefined) {
-            yield* Deferred.succeed(workerFreed, undefined)
+            // the poller looks again only when it could claim: with this worker's next unit claimed along
+            // (the common case) every slot is still held, and its look would only find the workers busy
+            if (options.workers + prefetch - held.size > 0) yield* Deferred.succeed(workerFreed, undefined)
             yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
           }
         }
