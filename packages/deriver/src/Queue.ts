@@ -458,6 +458,9 @@ const claimHeld = (sessions: string) =>
         WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
       )`
 
+/** Whether the claim held: true when `beat` or `released` of {@link claimHeld} returned its row. */
+const holds = "(EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))"
+
 /**
  * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error, retry_at, dead }`;
  * an outcome of only `{ id, error }`, as a previous release sends, is processed or failed as before), `$2` the
@@ -494,7 +497,7 @@ export const recordSql = (schema: SchemaName.SchemaName): string => {
             processed_at = CASE WHEN outcome.done THEN clock_timestamp() END
         FROM outcome
         WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
-          AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
+          AND ${holds}
         RETURNING q.id
       ), retried AS (
         SELECT min(id) AS id, max(retry_at) AS retry_at FROM outcome WHERE retry_at IS NOT NULL
@@ -503,9 +506,9 @@ export const recordSql = (schema: SchemaName.SchemaName): string => {
         FROM retried
         WHERE retried.id IS NOT NULL AND q.work_unit_key = $2 AND q.id > retried.id AND NOT q.processed
           AND q.dead_at IS NULL AND (q.run_at IS NULL OR q.run_at < retried.retry_at)
-          AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
+          AND ${holds}
         RETURNING 1
-      ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
+      ) SELECT ${holds} AS owned,
                (SELECT count(*) FROM marked)::int AS marked`
 }
 
@@ -529,9 +532,9 @@ export const recordDoneSql = (schema: SchemaName.SchemaName): string => {
             processed_by = $3, processed_claim = $5::bigint, processed_at = clock_timestamp()
         FROM outcome
         WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
-          AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
+          AND ${holds}
         RETURNING q.id
-      ) SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
+      ) SELECT ${holds} AS owned,
                (SELECT count(*) FROM marked)::int AS marked`
 }
 
