@@ -28,8 +28,10 @@ import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
+import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
+import type * as Scheduling from "../src/Scheduling.ts"
 
 const processedRows = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const pendingRows = 100
@@ -343,6 +345,8 @@ interface Run {
   readonly unitSize: number
   readonly items: number
   readonly seconds: number
+  /** Polls by outcome, and the units the polls claimed (the others were claimed along by a worker). */
+  readonly polls: Record<Scheduling.Outcome, number> & { readonly units: number }
 }
 
 /** The settings users run (base 1 s, max 30 s), startup jitter off so the start is not measured. */
@@ -385,10 +389,23 @@ const throughput = (
       prefetch
     }
     let handled = 0
+    // the path the units took: polls by outcome and the units the polls claimed (the rest were claimed along)
+    const polls = { claimed: 0, empty: 0, busy: 0, error: 0, units: 0 }
+    const observer = (event: PollLoop.Event) =>
+      Effect.sync(() => {
+        if (event._tag !== "Polled") return
+        polls[event.outcome]++
+        polls.units += event.claimed.length
+      })
     const scope = yield* Scope.make()
     const started = now()
     yield* Scope.provide(
-      Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.sync(() => handled++) }), config }),
+      Deriver.start({
+        schema,
+        handlers: Handlers.make({ noop: () => Effect.sync(() => handled++) }),
+        config,
+        observer
+      }),
       scope
     )
     // Wait on the handler count (no extra database load), then confirm in the database that all is recorded;
@@ -409,7 +426,7 @@ const throughput = (
     const seconds = (now() - started) / 1000
     yield* Scope.close(scope, Exit.void)
     yield* db.query(`DROP SCHEMA ${SchemaName.quote(schema)} CASCADE`)
-    return { prefetch, label, poolClass, workers, unitSize, items: recorded, seconds } satisfies Run
+    return { prefetch, label, poolClass, workers, unitSize, items: recorded, seconds, polls } satisfies Run
   })
 
 /**
@@ -524,6 +541,11 @@ const program = Effect.gen(function*() {
                 Effect.provide(session(dbUrl, poolClass))
               )
               yield* log(`  ${(run.items / run.seconds).toFixed(0)} items/s`)
+              const { busy, claimed, empty, error, units: polled } = run.polls
+              yield* log(
+                `  polls: ${claimed} claimed ${polled} units, ${empty} empty, ${busy} busy, ${error} failed; ` +
+                  `${Math.ceil(throughputItems / unitSize) - polled} units claimed along`
+              )
               results.push(run)
             }
           }
