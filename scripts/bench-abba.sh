@@ -71,6 +71,7 @@ run() { # tree-label tree cycle position setting
   local server; server="$(awk -v a="$after" -v b="$before" 'BEGIN { printf "%.2f", a - b }')"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "$4" "$pool" "$unit" "$workers" "$rate" "$client" "$server" >>"$out"
   echo "cycle $3 $4 ${1} $5: $rate items/s; CPU s: client $client, server $server (load $(cut -d' ' -f1 /proc/loadavg))"
+  sed -n 's/^  \(polls: .*\)/    \1/p' "$work/stdout"
 }
 for cycle in $(seq 1 "$cycles"); do
   for setting in "${settings[@]}"; do

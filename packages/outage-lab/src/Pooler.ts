@@ -53,6 +53,21 @@ export type PoolerSettings = Pick<
   "maxClientConn" | "poolSize" | "queryWaitTimeoutSeconds" | "auth" | "tls" | "tlsKey" | "poolerCpu"
 >
 
+/**
+ * stunnel's binary (Debian's `stunnel4`), or undefined when it is not installed.
+ */
+export const stunnelBinary = (): string | undefined =>
+  ["/usr/bin/stunnel4", "/usr/bin/stunnel"].find((path) => existsSync(path))
+
+/**
+ * Why a run with stunnel in front skips here, or undefined when it runs. Under `CI=true` it never skips: a
+ * missing binary there is a broken CI set-up (`.ci/run` installs `stunnel4`), and the run fails instead.
+ */
+export const stunnelSkipReason = (): string | undefined =>
+  stunnelBinary() === undefined && process.env["CI"] !== "true"
+    ? "stunnel binary not found (Debian: apt-get install stunnel4); skipped outside CI"
+    : undefined
+
 /** A pooler: PgBouncer, and stunnel when it terminates TLS. */
 export interface Pooler {
   readonly bouncer: PgBouncer.PgBouncer
@@ -133,7 +148,7 @@ export const stunnel = Effect.fnUntraced(
       0o644
     )
     if (account !== undefined) chownSync(directory, account.uid, account.gid)
-    const command = ["/usr/bin/stunnel4", "/usr/bin/stunnel"].find((path) => existsSync(path))
+    const command = stunnelBinary()
     if (command === undefined) {
       return yield* Effect.fail(new Error("stunnel not found (Debian: apt-get install stunnel4)"))
     }

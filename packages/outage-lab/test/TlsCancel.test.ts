@@ -47,7 +47,7 @@ const cases: ReadonlyArray<{ readonly tls: Tls; readonly driver: "pg" | "postgre
 
 describe.skipIf(PgBouncer.skipReason() !== undefined)("a query cancel through the lab's TLS pooler", () => {
   for (const { tls, driver } of cases) {
-    it.live(
+    it.live.skipIf(tls === "stunnel" && Pooler.stunnelSkipReason() !== undefined)(
       `${tls}, ${driver}: the statement past its deadline is cancelled on the server`,
       () =>
         Effect.scoped(Effect.gen(function*() {
