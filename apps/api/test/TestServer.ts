@@ -24,7 +24,7 @@ export interface LogLine {
 export interface TestServer {
   readonly baseUrl: string
   readonly logs: Array<LogLine>
-  readonly readiness: SchemaMigration.Migration
+  readonly readiness: SchemaMigration.Readiness
 }
 
 export interface Options {

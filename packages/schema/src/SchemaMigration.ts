@@ -6,9 +6,9 @@
  * attempts it sleeps on the jittered poll backoff of `@resilience/jitter` (1 → 2 → 4 → … → 30 s, each sleep
  * uniform in ±50 %), never a fixed period. An unavailable database, a transient statement failure or pending
  * migrations mean "try again later"; only a misconfiguration (bad credentials, unknown database, no privilege)
- * stops the attempts, and {@link Migration.await} fails with {@link SchemaMisconfigured} naming it.
+ * stops the attempts, and {@link Readiness.await} fails with {@link SchemaMisconfigured} naming it.
  *
- * Until the schema is ready, {@link Migration.ensure} fails at once with a `DatabaseUnavailable` (the last
+ * Until the schema is ready, {@link Readiness.ensure} fails at once with a `DatabaseUnavailable` (the last
  * attempt's, or `NotAcceptingConnections` while the first attempt runs or migrations are pending): an API
  * answers it with a 503 and `Retry-After` without a checkout of its own.
  *
@@ -69,12 +69,12 @@ export class SchemaMisconfigured extends Schema.TaggedError<SchemaMisconfigured>
 }) {}
 
 /**
- * A schema's migration, as seen by one process.
+ * Whether a schema is migrated yet, as one process sees it: its status, a wait for it, and a fail-fast check.
  *
  * @since 0.3.0
  * @category models
  */
-export interface Migration {
+export interface Readiness {
   readonly status: Effect.Effect<Status>
   /** Succeeds when the schema is ready; fails when the attempts stopped on a misconfiguration. */
   readonly await: Effect.Effect<void, SchemaMisconfigured>
@@ -93,19 +93,19 @@ export interface Migration {
  * @category services
  */
 export class SchemaMigration
-  extends Context.Service<SchemaMigration, Migration>()("@resilience/schema/SchemaMigration")
+  extends Context.Service<SchemaMigration, Readiness>()("@resilience/schema/SchemaMigration")
 {}
 
 /**
- * The former name of {@link Migration}: "gate" means admission control in this repository (the API's request
+ * The former name of {@link Readiness}: "gate" means admission control in this repository (the API's request
  * gate, the deriver's checkout gate).
  *
  * @since 0.2.0
  * @category models
- * @deprecated since 0.3.0: use {@link Migration} (the same shape under its new name); removed in the next minor
+ * @deprecated since 0.3.0: use {@link Readiness} (the same shape under its new name); removed in the next minor
  * release.
  */
-export type Gate = Migration
+export type Gate = Readiness
 
 /**
  * The former name of the {@link SchemaMigration} service: "gate" means admission control in this repository (the
@@ -171,7 +171,7 @@ const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration)
  */
 export const start = Effect.fnUntraced(function*(
   options: Options
-): Effect.fn.Return<Migration, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
+): Effect.fn.Return<Readiness, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
   const { schema } = options
   const backoff = yield* PollBackoff.make(options.backoff)
   const status = yield* Ref.make<Status>({ _tag: "Starting" })
@@ -263,7 +263,7 @@ export const start = Effect.fnUntraced(function*(
         )
     }
   })
-  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies Migration
+  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies Readiness
 })
 
 /**
@@ -278,7 +278,7 @@ export const layer = (options: Options): Layer.Layer<SchemaMigration, InvalidPar
 
 /**
  * Fails at once while the process's schema is not ready: with the database's unavailability (an API's 503), or
- * its misconfiguration (an opaque 500; the process stops). See {@link Migration.ensure}.
+ * its misconfiguration (an opaque 500; the process stops). See {@link Readiness.ensure}.
  *
  * @since 0.2.0
  * @category accessors
@@ -288,7 +288,7 @@ export const ensure: Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfig
 
 /**
  * Waits until the process's schema is ready; fails when the attempts stopped on a misconfiguration. See
- * {@link Migration.await}.
+ * {@link Readiness.await}.
  *
  * @since 0.2.0
  * @category accessors

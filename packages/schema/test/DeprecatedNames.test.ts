@@ -6,7 +6,7 @@ describe("deprecated names (kept for one release)", () => {
     assert.strictEqual(Schema.SchemaGate, Schema.SchemaMigration)
     assert.strictEqual(Schema.SchemaGate.SchemaGate, Schema.SchemaMigration.SchemaMigration)
     // the shape's old name is the same type (checked by the compiler)
-    const asGate = (migration: Schema.SchemaMigration.Migration): Schema.SchemaGate.Gate => migration
+    const asGate = (migration: Schema.SchemaMigration.Readiness): Schema.SchemaGate.Gate => migration
     assert.isFunction(asGate)
   })
 })
