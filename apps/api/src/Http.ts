@@ -10,7 +10,7 @@ import { Api, Errors, Security } from "@resilience/api-contract"
 import { ApiMiddleware, HttpErrors, RequestLimits, Validation } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { Idempotency, Messages, QueueStatus, Representations, type SchemaName, Workspaces } from "@resilience/domain"
-import { SchemaGate } from "@resilience/schema"
+import { SchemaMigration } from "@resilience/schema"
 import { WakeSender } from "@resilience/wake"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -85,7 +85,7 @@ export const withWorkspace = <A, E, R>(
     const { schema } = yield* AppSettings
     const token = yield* Security.BearerToken
     const db = yield* DbSession
-    yield* SchemaGate.ensure
+    yield* SchemaMigration.ensure
     return yield* Admission.Gate.run(db.oneCheckout(Effect.gen(function*() {
       const verification = yield* Workspaces.verifyToken(schema, workspace, Redacted.value(token))
       if (verification === "not-found") {
@@ -112,7 +112,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     handlers.handle("createWorkspace", ({ payload }) =>
       Effect.gen(function*() {
         const { schema } = yield* AppSettings
-        yield* SchemaGate.ensure
+        yield* SchemaMigration.ensure
         return yield* Admission.Gate.run(Workspaces.create(schema, payload.name)).pipe(
           Effect.catchTag(
             "WorkspaceExists",
@@ -190,7 +190,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api.Api, "system", (handlers)
     healthz: () => Effect.succeed({ status: "ok" }),
     readyz: () =>
       Effect.andThen(
-        SchemaGate.ensure,
+        SchemaMigration.ensure,
         Effect.flatMap(Effect.service(Admission.ReadinessProbe.ReadinessProbe), (probe) => probe.check)
       ).pipe(
         Effect.as({ status: "ready" }),
@@ -269,7 +269,7 @@ export const admission = Layer.unwrap(Effect.gen(function*() {
 
 /**
  * The HTTP server on `settings.port`, serving at once; the schema becomes ready in the background
- * (the `SchemaGate` service of `@resilience/schema`, built by `SchemaReady.layer`, provided to the caller too). Needs `AppSettings` and `DbSession`.
+ * (the `SchemaMigration` service of `@resilience/schema`, built by `SchemaReady.layer`, provided to the caller too). Needs `AppSettings` and `DbSession`.
  *
  * @since 0.1.0
  */

@@ -11,7 +11,7 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { DbSession } from "@resilience/db-session"
 import { Variables } from "@resilience/environment"
-import { ProcessExit, SchemaGate } from "@resilience/schema"
+import { ProcessExit, SchemaMigration } from "@resilience/schema"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Effect, Layer, Logger, References } from "effect"
 import * as Http from "./Http.ts"
@@ -29,7 +29,7 @@ const Main = Http.server.pipe(
 
 Effect.scoped(Effect.gen(function*() {
   const context = yield* Layer.build(Main)
-  yield* Context.get(context, SchemaGate.SchemaGate).await
+  yield* Context.get(context, SchemaMigration.SchemaMigration).await
   return yield* Effect.never
 })).pipe(
   Effect.provide(Layer.mergeAll(Logger.layer([Logger.consoleJson]), LogLevel, Otlp.layerFromEnv("resilience-api"))),

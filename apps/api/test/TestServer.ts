@@ -8,7 +8,7 @@ import { ApiClient } from "@resilience/api-client"
 import { RetryAfter } from "@resilience/api-errors"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/domain"
-import { SchemaGate } from "@resilience/schema"
+import { SchemaMigration } from "@resilience/schema"
 import type { WakeSender } from "@resilience/wake"
 import { Cause, Context, Duration, Effect, Layer, Logger, Option, Redacted } from "effect"
 import { FetchHttpClient, HttpServer } from "effect/http"
@@ -24,7 +24,7 @@ export interface LogLine {
 export interface TestServer {
   readonly baseUrl: string
   readonly logs: Array<LogLine>
-  readonly readiness: SchemaGate.Gate
+  readonly readiness: SchemaMigration.Readiness
 }
 
 export interface Options {
@@ -87,7 +87,7 @@ export const start = (options: Options) =>
       )
     )
     const server = Context.get(context, HttpServer.HttpServer)
-    const readiness = Context.get(context, SchemaGate.SchemaGate)
+    const readiness = Context.get(context, SchemaMigration.SchemaMigration)
     if (options.awaitReady ?? settings.migrate) yield* Effect.orDie(readiness.await)
     return { baseUrl: HttpServer.formatAddress(server.address), logs, readiness } satisfies TestServer
   })

@@ -55,11 +55,11 @@ const allUnavailable = (
     (replies) => Effect.sync(() => replies.forEach((reply) => assertUnavailable(reply, maxRetryAfter)))
   )
 
-/** How many schema gate attempts the server made so far (`schema_gate_attempts_total`, every outcome). */
+/** How many attempts the schema's migration made so far (`schema_migration_attempts_total`, every outcome). */
 const readinessChecks = (api: TestServer) =>
   Effect.map(request(api, "GET", "/metrics"), (reply) =>
     reply.text.split("\n")
-      .filter((line) => line.startsWith("schema_gate_attempts_total"))
+      .filter((line) => line.startsWith("schema_migration_attempts_total"))
       .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0))
 
 /** Polls `GET /readyz` until it answers 200 (a deadline for a hung server, not a speed bound). */

@@ -10,7 +10,7 @@ import { DbConfig, DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig } from "@resilience/deriver"
 import { Domain } from "@resilience/domain"
 import { Variables } from "@resilience/environment"
-import { SchemaGate, SchemaName } from "@resilience/schema"
+import { SchemaMigration, SchemaName } from "@resilience/schema"
 import { WakeContract } from "@resilience/wake"
 import { Cause, Config, Context, Deferred, Effect, Layer, Logger, Option, Result, Schema } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -70,17 +70,19 @@ export const sessionLayer = Layer.unwrap(
 )
 
 /**
- * The `SchemaGate` service of `@resilience/schema` for `DB_SCHEMA`: migrated (`DERIVER_MIGRATE=true`) or found
- * migrated, in the background, whether or not the database answers at start.
+ * The `SchemaMigration` service of `@resilience/schema` for `DB_SCHEMA`: migrated (`DERIVER_MIGRATE=true`) or
+ * found migrated, in the background, whether or not the database answers at start.
  *
- * @since 0.2.0
+ * @since 0.3.0
  */
-export const schemaGateLayer: Layer.Layer<SchemaGate.SchemaGate, never, Settings | DbSession> = Layer.unwrap(
-  Effect.map(
-    Effect.service(Settings),
-    ({ migrate, schema }) => SchemaGate.layer({ schema, components: Domain.components, migrate }).pipe(Layer.orDie)
+export const schemaMigrationLayer: Layer.Layer<SchemaMigration.SchemaMigration, never, Settings | DbSession> = Layer
+  .unwrap(
+    Effect.map(
+      Effect.service(Settings),
+      ({ migrate, schema }) =>
+        SchemaMigration.layer({ schema, components: Domain.components, migrate }).pipe(Layer.orDie)
+    )
   )
-)
 
 /**
  * Whether the deriver's loop is alive: completed with the reason when the poller or a worker died of a defect
@@ -119,7 +121,7 @@ const reasonOf = (cause: Cause.Cause<unknown>): string => Cause.pretty(cause).sp
 export const deriverLayer = Layer.effectDiscard(
   Effect.gen(function*() {
     const { deriver: config, schema } = yield* Settings
-    const readiness = yield* SchemaGate.SchemaGate
+    const readiness = yield* SchemaMigration.SchemaMigration
     const liveness = yield* Liveness
     const wakes = yield* Wakes
     yield* Effect.forkScoped(
@@ -143,7 +145,7 @@ export const readyzRoute = HttpRouter.add(
   "GET",
   "/readyz",
   Effect.flatMap(
-    Effect.service(SchemaGate.SchemaGate),
+    Effect.service(SchemaMigration.SchemaMigration),
     (readiness) =>
       Effect.map(readiness.status, (status) =>
         status._tag === "Ready"
@@ -241,7 +243,7 @@ export const loggerLayer = Logger.layer([Logger.consoleJson])
  * @since 0.1.0
  */
 export const layer = Layer.mergeAll(deriverLayer, metricsLayer).pipe(
-  Layer.provideMerge(schemaGateLayer),
+  Layer.provideMerge(schemaMigrationLayer),
   Layer.provideMerge(Liveness.layer),
   Layer.provideMerge(Wakes.layer),
   Layer.provideMerge(sessionLayer),

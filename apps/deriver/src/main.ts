@@ -7,14 +7,14 @@
  * @since 0.1.0
  */
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { ProcessExit, SchemaGate } from "@resilience/schema"
+import { ProcessExit, SchemaMigration } from "@resilience/schema"
 import { Otlp } from "@resilience/telemetry"
 import { Context, Deferred, Effect, Layer } from "effect"
 import * as App from "./App.ts"
 
 Effect.scoped(Effect.gen(function*() {
   const context = yield* Layer.build(App.layer)
-  yield* Context.get(context, SchemaGate.SchemaGate).await
+  yield* Context.get(context, SchemaMigration.SchemaMigration).await
   // A loop that died of a defect ends the process non-zero, so its supervisor restarts it (never a process
   // that is alive and not polling).
   const reason = yield* Deferred.await(Context.get(context, App.Liveness).died)

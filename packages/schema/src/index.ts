@@ -1,7 +1,7 @@
 /**
  * `@resilience/schema`: a tenant schema's lifecycle, for every process that serves one (an API, a queue worker,
- * a migration command): validated schema names, versioned advisory-locked migrations, the background schema gate
- * and the exit codes of the processes built on them.
+ * a migration command): validated schema names, versioned advisory-locked migrations (run in the background by a
+ * service), and the exit codes of the processes built on them.
  *
  * @since 0.1.0
  */
@@ -24,13 +24,23 @@ export * as Migrator from "./Migrator.ts"
 export * as ProcessExit from "./ProcessExit.ts"
 
 /**
- * A tenant schema's gate, as a service: migrations (or a check for pending ones) on a jittered schedule, in the
- * background, until the database answers; fails fast while the schema is not ready.
+ * A tenant schema's migration, as a service: migrations (or a check for pending ones) on a jittered schedule, in
+ * the background, until the database answers; fails fast while the schema is not ready.
  *
+ * @since 0.3.0
+ * @category modules
+ */
+export * as SchemaMigration from "./SchemaMigration.ts"
+
+/**
+ * A tenant schema's migration, as a service (the former name of {@link SchemaMigration}).
+ *
+ * @deprecated since 0.3.0: renamed {@link SchemaMigration} (the same module under its new name; "gate" means
+ * admission control in this repository); removed in the next minor release.
  * @since 0.2.0
  * @category modules
  */
-export * as SchemaGate from "./SchemaGate.ts"
+export * as SchemaGate from "./SchemaMigration.ts"
 
 /**
  * Validated, quoted schema names.

@@ -5,7 +5,7 @@ import { Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { randomBytes } from "node:crypto"
 import * as Migrator from "../src/Migrator.ts"
-import * as SchemaGate from "../src/SchemaGate.ts"
+import * as SchemaMigration from "../src/SchemaMigration.ts"
 import * as SchemaName from "../src/SchemaName.ts"
 import { component, Database } from "./support.ts"
 
@@ -22,22 +22,22 @@ const unreachable = Layer.unwrap(Effect.map(ClosedPort.find, (closed) =>
     driver: "pg"
   })))
 
-describe("SchemaGate", () => {
+describe("SchemaMigration", () => {
   it.effect(
     "unreachable: not ready, fails fast with the database's reason, checks again only after a jittered sleep",
     () =>
       Effect.gen(function*() {
         const messages: Array<string> = []
-        const gate = yield* SchemaGate.start({ schema: newSchema(), components, migrate: true }).pipe(
+        const migration = yield* SchemaMigration.start({ schema: newSchema(), components, migrate: true }).pipe(
           Effect.provide(Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))]))
         )
         // the first check runs at once (real I/O); wait until it has failed
-        while ((yield* gate.status)._tag === "Starting") {
+        while ((yield* migration.status)._tag === "Starting") {
           yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
         }
-        const status = yield* gate.status
+        const status = yield* migration.status
         assert.strictEqual(status._tag, "Waiting")
-        const error = yield* Effect.flip(gate.ensure)
+        const error = yield* Effect.flip(migration.ensure)
         assert.strictEqual(error._tag, "DatabaseUnavailable")
         assert.strictEqual(error._tag === "DatabaseUnavailable" ? error.reason : "", "Unreachable")
         assert.match(
@@ -60,16 +60,16 @@ describe("SchemaGate", () => {
           const schema = newSchema()
           const messages: Array<string> = []
           const capture = Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))])
-          const waiting = yield* SchemaGate.start({ schema, components, migrate: false }).pipe(
+          const waiting = yield* SchemaMigration.start({ schema, components, migrate: false }).pipe(
             Effect.provide(capture)
           )
           const pending = yield* Migrator.pending(schema, components)
           assert.strictEqual(pending, component.migrations.length)
           const migrating = yield* Effect.all(
-            Array.from({ length: 4 }, () => SchemaGate.start({ schema, components, migrate: true })),
+            Array.from({ length: 4 }, () => SchemaMigration.start({ schema, components, migrate: true })),
             { concurrency: "unbounded" }
           ).pipe(Effect.provide(capture), Effect.provideService(References.MinimumLogLevel, "Info"))
-          yield* Effect.all(migrating.map((gate) => gate.await), { concurrency: "unbounded" })
+          yield* Effect.all(migrating.map((migration) => migration.await), { concurrency: "unbounded" })
           assert.strictEqual(messages.filter((message) => message === "migrations applied").length, 1)
           assert.strictEqual(yield* Migrator.pending(schema, components), 0)
           // the waiting instance sees it on its next check (after its jittered sleep)
@@ -83,17 +83,17 @@ describe("SchemaGate", () => {
     )
 
     it.effect(
-      "as a service: the layer starts the gate, the accessors read it, release stops it",
+      "as a service: the layer starts the migration, the accessors read it, release stops it",
       () =>
         Effect.gen(function*() {
           const schema = newSchema()
           yield* Effect.scoped(Effect.gen(function*() {
-            const context = yield* Layer.build(SchemaGate.layer({ schema, components, migrate: true }))
-            const provided = <A, E>(effect: Effect.Effect<A, E, SchemaGate.SchemaGate>) =>
+            const context = yield* Layer.build(SchemaMigration.layer({ schema, components, migrate: true }))
+            const provided = <A, E>(effect: Effect.Effect<A, E, SchemaMigration.SchemaMigration>) =>
               Effect.provideContext(effect, context)
-            yield* provided(SchemaGate.awaitReady)
-            yield* provided(SchemaGate.ensure)
-            assert.strictEqual((yield* provided(SchemaGate.status))._tag, "Ready")
+            yield* provided(SchemaMigration.awaitReady)
+            yield* provided(SchemaMigration.ensure)
+            assert.strictEqual((yield* provided(SchemaMigration.status))._tag, "Ready")
           }))
           assert.strictEqual(yield* Migrator.pending(schema, components), 0)
         }),
@@ -105,7 +105,7 @@ describe("SchemaGate", () => {
         const database = yield* TestDatabase
         const url = new URL(database.url)
         url.password = "wrong-password"
-        const gate = yield* SchemaGate.start({ schema: newSchema(), components, migrate: true }).pipe(
+        const migration = yield* SchemaMigration.start({ schema: newSchema(), components, migrate: true }).pipe(
           Effect.provide(DbSession.layer({
             url: url.toString(),
             connectTimeout: "2 seconds",
@@ -114,10 +114,10 @@ describe("SchemaGate", () => {
             driver: "pg"
           }))
         )
-        const error = yield* Effect.flip(gate.await)
+        const error = yield* Effect.flip(migration.await)
         assert.strictEqual(error._tag, "SchemaMisconfigured")
         assert.include(error.message, "password authentication failed")
-        assert.strictEqual((yield* gate.status)._tag, "Misconfigured")
+        assert.strictEqual((yield* migration.status)._tag, "Misconfigured")
       }), { timeout: 60_000 })
   })
 })

@@ -1,19 +1,19 @@
 /**
- * A tenant schema's gate: the schema's migrations (or a check that none is pending) in the background, for
+ * A tenant schema's migration in the background: its migrations run (or a check that none is pending), for
  * processes that start whether or not the database answers, and a fail-fast check of whether it is ready yet. A background
  * fiber makes one attempt (one checkout) at a time: it runs the migrations (under the schema's advisory lock,
  * see {@link Migrator.run}) or, for a process that does not migrate, checks that none is pending. Between
  * attempts it sleeps on the jittered poll backoff of `@resilience/jitter` (1 → 2 → 4 → … → 30 s, each sleep
  * uniform in ±50 %), never a fixed period. An unavailable database, a transient statement failure or pending
  * migrations mean "try again later"; only a misconfiguration (bad credentials, unknown database, no privilege)
- * stops the attempts, and {@link Gate.await} fails with {@link SchemaMisconfigured} naming it.
+ * stops the attempts, and {@link Readiness.await} fails with {@link SchemaMisconfigured} naming it.
  *
- * Until the schema is ready, {@link Gate.ensure} fails at once with a `DatabaseUnavailable` (the last
+ * Until the schema is ready, {@link Readiness.ensure} fails at once with a `DatabaseUnavailable` (the last
  * attempt's, or `NotAcceptingConnections` while the first attempt runs or migrations are pending): an API
  * answers it with a 503 and `Retry-After` without a checkout of its own.
  *
- * A process holds one gate, the {@link SchemaGate} service, built by {@link layer}; {@link ensure} and
- * {@link awaitReady} read it from the context.
+ * A process holds one migration of its schema, the {@link SchemaMigration} service, built by {@link layer};
+ * {@link ensure} and {@link awaitReady} read it from the context.
  *
  * @since 0.1.0
  */
@@ -69,12 +69,12 @@ export class SchemaMisconfigured extends Schema.TaggedError<SchemaMisconfigured>
 }) {}
 
 /**
- * A schema's gate, as seen by one process.
+ * Whether a schema is migrated yet, as one process sees it: its status, a wait for it, and a fail-fast check.
  *
- * @since 0.2.0
+ * @since 0.3.0
  * @category models
  */
-export interface Gate {
+export interface Readiness {
   readonly status: Effect.Effect<Status>
   /** Succeeds when the schema is ready; fails when the attempts stopped on a misconfiguration. */
   readonly await: Effect.Effect<void, SchemaMisconfigured>
@@ -86,17 +86,51 @@ export interface Gate {
 }
 
 /**
- * The process's schema gate, as a service: one per process, built by {@link layer} (or provided from
- * {@link start} in tests).
+ * The schema's migration in this process, as a service: one per process, built by {@link layer} (or provided
+ * from {@link start} in tests).
+ *
+ * @since 0.3.0
+ * @category services
+ */
+export class SchemaMigration
+  extends Context.Service<SchemaMigration, Readiness>()("@resilience/schema/SchemaMigration")
+{}
+
+/**
+ * The former name of {@link Readiness}: "gate" means admission control in this repository (the API's request
+ * gate, the deriver's checkout gate).
+ *
+ * @since 0.2.0
+ * @category models
+ * @deprecated since 0.3.0: use {@link Readiness} (the same shape under its new name); removed in the next minor
+ * release.
+ */
+export type Gate = Readiness
+
+/**
+ * The former name of the {@link SchemaMigration} service: "gate" means admission control in this repository (the
+ * API's request gate, the deriver's checkout gate).
  *
  * @since 0.2.0
  * @category services
+ * @deprecated since 0.3.0: use {@link SchemaMigration} (the same service under its new name); removed in the next
+ * minor release.
  */
-export class SchemaGate extends Context.Service<SchemaGate, Gate>()("@resilience/schema/SchemaGate") {}
+export const SchemaGate = SchemaMigration
+
+/**
+ * The former name of the {@link SchemaMigration} service's type.
+ *
+ * @since 0.2.0
+ * @category services
+ * @deprecated since 0.3.0: use {@link SchemaMigration} (the same service under its new name); removed in the next
+ * minor release.
+ */
+export type SchemaGate = SchemaMigration
 
 /**
  * `schema_migrated` (0 or 1): 1 once this process found its tenant schema migrated (it ran the migrations, or
- * found none pending), 0 before. Named `schema_ready` while the gate was in `@resilience/deriver`.
+ * found none pending), 0 before. Named `schema_ready` while this module was in `@resilience/deriver`.
  *
  * @since 0.2.0
  * @category metrics
@@ -106,15 +140,15 @@ export const migratedGauge = Metric.gauge("schema_migrated", {
 })
 
 /**
- * `schema_gate_attempts_total{outcome}`: the gate's attempts (migration runs or pending checks), by outcome:
- * `ready`, `unavailable`, `pending`, `failed`, `misconfigured`. Named `schema_readiness_checks_total` while the gate was in
- * `@resilience/deriver`.
+ * `schema_migration_attempts_total{outcome}`: the schema's migration attempts (migration runs or pending checks),
+ * by outcome: `ready`, `unavailable`, `pending`, `failed`, `misconfigured`. Named `schema_gate_attempts_total` in 0.2.0,
+ * and `schema_readiness_checks_total` while this module was in `@resilience/deriver`.
  *
  * @since 0.2.0
  * @category metrics
  */
-export const attemptsTotal = Metric.counter("schema_gate_attempts_total", {
-  description: "Schema gate attempts (migration runs or pending checks), by outcome",
+export const attemptsTotal = Metric.counter("schema_migration_attempts_total", {
+  description: "Schema migration attempts (migration runs or pending checks), by outcome",
   incremental: true
 })
 
@@ -129,7 +163,7 @@ const notYet = (schema: string, detail: string) =>
 const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration) / 1000).toFixed(1)} s`
 
 /**
- * Starts making the schema ready in the background of the current scope and returns its gate. Invalid
+ * Starts making the schema ready in the background of the current scope and returns its migration. Invalid
  * backoff options fail at once.
  *
  * @since 0.1.0
@@ -137,7 +171,7 @@ const seconds = (duration: Duration.Duration) => `${(Duration.toMillis(duration)
  */
 export const start = Effect.fnUntraced(function*(
   options: Options
-): Effect.fn.Return<Gate, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
+): Effect.fn.Return<Readiness, InvalidParameter.InvalidParameter, DbSession | Scope.Scope> {
   const { schema } = options
   const backoff = yield* PollBackoff.make(options.backoff)
   const status = yield* Ref.make<Status>({ _tag: "Starting" })
@@ -229,39 +263,39 @@ export const start = Effect.fnUntraced(function*(
         )
     }
   })
-  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies Gate
+  return { status: Ref.get(status), await: Deferred.await(done), ensure } satisfies Readiness
 })
 
 /**
- * The {@link SchemaGate} service: {@link start}ed when the layer is built, its attempts stopped when the layer
+ * The {@link SchemaMigration} service: {@link start}ed when the layer is built, its attempts stopped when the layer
  * is released. Invalid backoff options fail the layer.
  *
  * @since 0.2.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<SchemaGate, InvalidParameter.InvalidParameter, DbSession> =>
-  Layer.effect(SchemaGate, start(options))
+export const layer = (options: Options): Layer.Layer<SchemaMigration, InvalidParameter.InvalidParameter, DbSession> =>
+  Layer.effect(SchemaMigration, start(options))
 
 /**
  * Fails at once while the process's schema is not ready: with the database's unavailability (an API's 503), or
- * its misconfiguration (an opaque 500; the process stops). See {@link Gate.ensure}.
+ * its misconfiguration (an opaque 500; the process stops). See {@link Readiness.ensure}.
  *
  * @since 0.2.0
  * @category accessors
  */
-export const ensure: Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfigured, SchemaGate> = Effect
-  .flatMap(Effect.service(SchemaGate), (gate) => gate.ensure)
+export const ensure: Effect.Effect<void, DatabaseUnavailable | DatabaseMisconfigured, SchemaMigration> = Effect
+  .flatMap(Effect.service(SchemaMigration), (migration) => migration.ensure)
 
 /**
  * Waits until the process's schema is ready; fails when the attempts stopped on a misconfiguration. See
- * {@link Gate.await}.
+ * {@link Readiness.await}.
  *
  * @since 0.2.0
  * @category accessors
  */
-export const awaitReady: Effect.Effect<void, SchemaMisconfigured, SchemaGate> = Effect.flatMap(
-  Effect.service(SchemaGate),
-  (gate) => gate.await
+export const awaitReady: Effect.Effect<void, SchemaMisconfigured, SchemaMigration> = Effect.flatMap(
+  Effect.service(SchemaMigration),
+  (migration) => migration.await
 )
 
 /**
@@ -270,7 +304,7 @@ export const awaitReady: Effect.Effect<void, SchemaMisconfigured, SchemaGate> = 
  * @since 0.2.0
  * @category accessors
  */
-export const status: Effect.Effect<Status, never, SchemaGate> = Effect.flatMap(
-  Effect.service(SchemaGate),
-  (gate) => gate.status
+export const status: Effect.Effect<Status, never, SchemaMigration> = Effect.flatMap(
+  Effect.service(SchemaMigration),
+  (migration) => migration.status
 )
