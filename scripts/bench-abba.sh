@@ -3,13 +3,15 @@
 # server started once for all runs, so that a machine whose speed drifts within minutes favours neither tree.
 # Each run is one `npm run bench -w @resilience/deriver` process in its tree with BENCH_PARTS=throughput and one
 # setting (the environment's BENCH_* for the rest: pools, workers, unit sizes, items, seconds); the figures go
-# to a TSV (tree, cycle, position, setting, items/s) and a summary per setting: each tree's runs, their mean,
-# and in how many A/B pairs of a cycle B was the lower.
+# to a TSV (tree, cycle, position, setting, items/s, the bench process's CPU seconds, the server's) and a summary
+# per setting: each tree's runs, their mean, in how many cycles B was the lower, and CPU milliseconds per item
+# (BENCH_ITEMS; the process's figure includes its start, migrations and enqueue; a run its time bound cut short
+# overstates it).
 #
 #   bash scripts/bench-abba.sh [--cycles N] [--out FILE] TREE_A TREE_B
 #
 # TREE_A, TREE_B: checkouts with their own `npm ci` (a `git worktree add` of a release, say). Production defaults
-# unless BENCH_LABELS says otherwise. The load average is printed before every run: quote figures only from a
+# unless BENCH_LABELS says otherwise. The load average is printed after every run: quote figures only from a
 # quiet machine (nothing else running).
 set -euo pipefail
 cycles=2
@@ -38,7 +40,7 @@ out="${out:-$work/abba.tsv}"
 # one server for every run (started from this tree's embedded binaries)
 "$here/node_modules/.bin/node" --conditions=@resilience/source "$here/scripts/local-postgres.ts" --url-file "$work/url" >"$work/server.log" 2>&1 &
 server=$!
-trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; [ "$out" = "$work/abba.tsv" ] || rm -rf "$work"' EXIT
 for _ in $(seq 1 300); do [ -s "$work/url" ] && break; sleep 0.2; done
 [ -s "$work/url" ] || { echo "bench-abba: the server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
 url="$(cat "$work/url")"

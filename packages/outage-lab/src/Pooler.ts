@@ -53,6 +53,9 @@ export type PoolerSettings = Pick<
   "maxClientConn" | "poolSize" | "queryWaitTimeoutSeconds" | "auth" | "tls" | "tlsKey" | "poolerCpu"
 >
 
+/** What to install when stunnel is missing. */
+const stunnelMissing = "stunnel not found (Debian: apt-get install stunnel4)"
+
 /**
  * stunnel's binary (Debian's `stunnel4`), or undefined when it is not installed.
  */
@@ -65,7 +68,7 @@ export const stunnelBinary = (): string | undefined =>
  */
 export const stunnelSkipReason = (): string | undefined =>
   stunnelBinary() === undefined && process.env["CI"] !== "true"
-    ? "stunnel binary not found (Debian: apt-get install stunnel4); skipped outside CI"
+    ? `${stunnelMissing}; skipped outside CI`
     : undefined
 
 /** A pooler: PgBouncer, and stunnel when it terminates TLS. */
@@ -150,7 +153,7 @@ export const stunnel = Effect.fnUntraced(
     if (account !== undefined) chownSync(directory, account.uid, account.gid)
     const command = stunnelBinary()
     if (command === undefined) {
-      return yield* Effect.fail(new Error("stunnel not found (Debian: apt-get install stunnel4)"))
+      return yield* Effect.fail(new Error(stunnelMissing))
     }
     // at `debug = err` the one line stunnel prints while it reads its configuration (no CA to verify clients
     // against, as none is wanted); it listens a moment later
