@@ -82,8 +82,8 @@ const tables = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
- * The names of the functions that queue migration 7 made and migration 8 replaced with {@link claimWithItemsSql}
- * and {@link recordSql} (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
+ * The names of the functions that queue migration 7 made and migration 8 replaced with {@link claimBody} and
+ * {@link recordBody} (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
  * their text: PL/pgSQL keeps each statement's plan for the life of the server connection, so the server plans
  * them once per connection, not on every call, with no named prepared statement on the wire (PgBouncer in
  * transaction mode before 1.21 cannot carry those). The measurements are in docs/results/deriver-throughput.md.
@@ -177,34 +177,41 @@ export const enqueue = (
  * (`run_at` null) in id order (`queue_ready_id_idx`), and the items whose time has come (`run_at ≤ now`) in time
  * order (`queue_run_at_idx`); the oldest `$1` by id win. An item waiting for its retry or its time is in neither
  * walk, nor is a dead letter (its time is `infinity`), so a claim's cost does not follow how many wait. An item
- * is kept when its unit has no owner and no earlier live item (a probe of `queue_unprocessed_idx`): the later
- * items of a waiting unit wait with it; a dead letter holds nothing back. Its cost follows the units it skips
- * (owned or waiting ones' later items), not the backlog (the measurements are in docs/results/deriver-throughput.md
- * and docs/results/handler-retries.md). It locks the first item of each unit it keeps (`FOR NO KEY UPDATE …
- * SKIP LOCKED`) for the statement's short transaction, so claims that run at the same moment (the workers of one
- * process, or a fleet) take different units at once instead of all picking the oldest.
+ * is kept when its unit has no owner and no earlier live item (two anti joins, each a probe of an index per
+ * item): the later items of a waiting unit wait with it; a dead letter holds nothing back. Its cost follows the
+ * units it skips (owned or waiting ones' later items), not the backlog (the measurements are in
+ * docs/results/deriver-throughput.md and docs/results/handler-retries.md). It locks the first item of each unit
+ * it keeps (`FOR NO KEY UPDATE … SKIP LOCKED`) for the statement's short transaction, so claims that run at the
+ * same moment (the workers of one process, or a fleet) take different units at once instead of all picking the
+ * oldest.
  *
  * @since 0.1.0
  * @category statements
  */
 export const claimSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema, "$3")}
+  `${claimCtes(schema, "$3", "both")}
 SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
 
 /** `now` (epoch milliseconds, an SQL expression) as a timestamptz. */
 const at = (nowMillis: string) => `to_timestamp(${nowMillis}::float8 / 1000)`
 
-/** The candidates and the ownership rows inserted for them: the part every claim statement shares. */
-const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string): string => {
+/**
+ * The candidates and the ownership rows inserted for them: the part every claim statement shares. `walks`:
+ * "both" walks the untimed items and the due timed ones; "ready" only the untimed ones (for when no timed item
+ * is due, see {@link claimBody}).
+ */
+const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string, walks: "both" | "ready"): string => {
   const { queue, sessions } = tables(schema)
-  // Scalar subqueries, not NOT EXISTS: the server turns NOT EXISTS into an anti join, and the generic plan the
-  // function keeps (which cannot know `LIMIT $1`) may then hash the whole backlog; a subquery is a probe per item.
-  const free = `(SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key) IS NULL
-    AND (
+  // Anti joins (the function that runs them turns hash and merge joins off: its generic plan cannot know
+  // `LIMIT $1`, and must not hash the whole backlog); in this order the probe of the unit's earlier items comes
+  // first, and the owner's only for the items it keeps. Scalar subqueries instead cost twice as much per item
+  // skipped (docs/results/deriver-throughput.md).
+  const free = `NOT EXISTS (
       SELECT 1 FROM ${queue} e
-      WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL AND e.id < q.id LIMIT 1
-    ) IS NULL`
-  return `WITH ready AS MATERIALIZED (
+      WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL AND e.id < q.id
+    )
+    AND NOT EXISTS (SELECT 1 FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key)`
+  const ready = `ready AS MATERIALIZED (
   SELECT q.work_unit_key, q.id AS first_id
   FROM ${queue} q
   WHERE NOT q.processed AND q.run_at IS NULL
@@ -212,7 +219,10 @@ const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string): string => 
   ORDER BY q.id
   LIMIT $1
   FOR NO KEY UPDATE OF q SKIP LOCKED
-), due AS MATERIALIZED (
+)`
+  const candidates = walks === "ready"
+    ? `WITH ${ready}, candidates AS MATERIALIZED (SELECT work_unit_key, first_id FROM ready)`
+    : `WITH ${ready}, due AS MATERIALIZED (
   SELECT q.work_unit_key, q.id AS first_id
   FROM ${queue} q
   WHERE NOT q.processed AND q.run_at <= ${at(nowMillis)}
@@ -222,7 +232,8 @@ const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string): string => 
   FOR NO KEY UPDATE OF q SKIP LOCKED
 ), candidates AS MATERIALIZED (
   SELECT work_unit_key, first_id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) u ORDER BY first_id LIMIT $1
-), claimed AS (
+)`
+  return `${candidates}, claimed AS (
   INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
   SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id
   ON CONFLICT (work_unit_key) DO NOTHING
@@ -243,23 +254,81 @@ const unitItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string
    ) w WHERE w.held IS NOT TRUE`
 
 /**
- * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` due items in id
- * order (as JSON text, see {@link nextItems}), with `$4` now: the claim and the first read of each unit in one
- * round trip. Fenced by construction: the items are read by the statement that made the claim. Queue migration 8
- * installs it as the function `queue_claim` ({@link functions}), which {@link claimWithItems} calls: a change to
- * it needs a new migration that replaces the function.
+ * A claim statement's result: per claimed unit, its first `$3` live items in id order as JSON text, each with
+ * `later` (true when its time is after `$4`, now): the reader cuts the batch before the first later item
+ * ({@link claimedOf}), as {@link unitItemsSql} does in SQL for the later batches. Cut by the reader, the batch
+ * needs no window over it in the statement.
+ */
+const claimedItemsSql = (schema: SchemaName.SchemaName) =>
+  `SELECT c.work_unit_key, claimed.id::text AS id,
+  (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload,
+                                              'attempts', i.attempts, 'later', i.run_at > ${at("$4")})
+                            ORDER BY i.id), '[]')::text
+   FROM (SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${tables(schema).queue} q
+         WHERE q.work_unit_key = c.work_unit_key AND NOT q.processed AND q.dead_at IS NULL
+         ORDER BY q.id LIMIT $3) i) AS items
+FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+
+/**
+ * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` live items in id
+ * order (as JSON text, each marked `later` when its time is after `$4`, now; the reader keeps those before the
+ * first later one): the claim and the first read of each unit in one round trip. Fenced by construction: the
+ * items are read by the statement that made the claim. {@link claimBody} runs it (or, when no timed item is due,
+ * {@link claimReadyWithItemsSql}) in the function `queue_claim` that queue migration 8 installs
+ * ({@link functions}), which {@link claimWithItems} calls: a change to it needs a new migration that replaces
+ * the function.
  *
  * @since 0.2.0
  * @category statements
  */
 export const claimWithItemsSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema, "$4")}
-SELECT c.work_unit_key, claimed.id::text AS id,
-  (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload,
-                                              'attempts', i.attempts)
-                            ORDER BY i.id), '[]')::text
-   FROM (${unitItemsSql(schema, "c.work_unit_key", "$3", "$4")}) i) AS items
-FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
+  `${claimCtes(schema, "$4", "both")}
+${claimedItemsSql(schema)}`
+
+/**
+ * {@link claimWithItemsSql} with the walk of untimed items only: what it claims when no timed item is due.
+ *
+ * @since 0.3.0
+ * @category statements
+ */
+export const claimReadyWithItemsSql = (schema: SchemaName.SchemaName): string =>
+  `${claimCtes(schema, "$4", "ready")}
+${claimedItemsSql(schema)}`
+
+/**
+ * Whether a timed item that is not a dead letter is due at `$4` (now, epoch milliseconds): the time of the
+ * earliest one, one probe of `queue_run_at_idx` (dead letters, at `infinity`, are past its end), against now.
+ * Null when there is none.
+ *
+ * @since 0.3.0
+ * @category statements
+ */
+export const timedDueSql = (schema: SchemaName.SchemaName): string =>
+  `(SELECT t.run_at FROM ${tables(schema).queue} t
+      WHERE NOT t.processed AND t.run_at < 'infinity' ORDER BY t.run_at LIMIT 1) <= ${at("$4")}`
+
+/**
+ * The body of the function `queue_claim(limit, owner, batch size, now)` (queue migration 8): when a timed item
+ * is due ({@link timedDueSql}), {@link claimWithItemsSql}, else {@link claimReadyWithItemsSql}, whose walk of
+ * timed items would find none. Two statements, so each keeps a plan of its own: the claims of a queue with no
+ * timed item due (most of them) skip the second walk. The test runs on a snapshot of its own: a timed item that
+ * comes due between it and the claim waits for the next claim, and nothing runs early (the claim reads every
+ * item's time).
+ *
+ * @since 0.3.0
+ * @category statements
+ */
+export const claimBody = (schema: SchemaName.SchemaName): string =>
+  `$body$
+#variable_conflict use_column
+BEGIN
+  IF ${timedDueSql(schema)} THEN
+    RETURN QUERY ${claimWithItemsSql(schema)};
+  ELSE
+    RETURN QUERY ${claimReadyWithItemsSql(schema)};
+  END IF;
+END
+$body$`
 
 /**
  * Claims up to `limit` work units for `owner` with the first `batchSize` due items of each (see
@@ -286,21 +355,37 @@ export const claimWithItems = (
         (rows) => rows.map((row) => claimedOf(row, owner))
       ))
 
-/** A claimed unit with its first batch, from a row of {@link claimWithItemsSql} (items as JSON text). */
+/** An item of a claim statement's batch, as JSON ({@link claimedItemsSql}). */
+interface ClaimedItem {
+  readonly id: string
+  readonly task_type: string
+  readonly payload: unknown
+  readonly attempts: number
+  /** True when the item's time is after the claim's now; null when it has none. */
+  readonly later: boolean | null
+}
+
+/**
+ * A claimed unit with its first batch, from a row of {@link claimWithItemsSql} (items as JSON text): the items
+ * before the first that is not yet due (the rest of the unit waits with it).
+ */
 const claimedOf = (
   row: { readonly work_unit_key: string; readonly id: string; readonly items: string },
   owner: string
-): { readonly claim: Claim; readonly items: ReadonlyArray<Item> } => ({
-  claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
-  items: (JSON.parse(row.items) as ReadonlyArray<{ id: string; task_type: string; payload: unknown; attempts: number }>)
-    .map((item) => ({
+): { readonly claim: Claim; readonly items: ReadonlyArray<Item> } => {
+  const batch = JSON.parse(row.items) as ReadonlyArray<ClaimedItem>
+  const held = batch.findIndex((item) => item.later === true)
+  return {
+    claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
+    items: (held === -1 ? batch : batch.slice(0, held)).map((item) => ({
       id: item.id,
       workUnitKey: row.work_unit_key,
       taskType: item.task_type,
       payload: item.payload,
       attempts: item.attempts
     }))
-})
+  }
+}
 
 /**
  * Claims up to `limit` work units for `owner` (see {@link claimSql}; "due" by the `Clock`); returns the

@@ -48,6 +48,12 @@ const rowsOf = (plan: PlanNode, index: string): number =>
     : 0) +
   (plan.Plans ?? []).reduce((sum, child) => sum + rowsOf(child, index), 0)
 
+/** The scans of the queue table in a plan: node type and index. */
+const scansOf = (node: PlanNode): ReadonlyArray<string> => [
+  ...(node["Relation Name"] === "queue" ? [`${node["Node Type"]} ${node["Index Name"] ?? ""}`] : []),
+  ...(node.Plans ?? []).flatMap(scansOf)
+]
+
 layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
   it.effect("claims at most `limit` units, oldest first, skipping units that are owned", () =>
     Effect.gen(function*() {
@@ -264,18 +270,29 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
             return rows[0]!["QUERY PLAN"][0]!.Plan
           })
         )
-      // The plan `queue_claim` keeps for the life of a connection: the generic plan of the statement with items
-      // (the function forces it: `plan_cache_mode = force_generic_plan`, with `enable_sort = off`). It walks the
-      // same rows.
-      const explainGeneric = (limit: number) =>
+      // The plans `queue_claim` keeps for the life of a connection: the generic plans of its statements with items,
+      // under the function's own settings (`plan_cache_mode = force_generic_plan`, sorts and hash and merge joins
+      // off). No timed item is due here, so the function runs the one with the walk of untimed items only; the
+      // one with both walks reads the same rows.
+      const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
+        `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
+        [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
+      )
+      assert.deepStrictEqual(config[0]?.proconfig, [
+        "plan_cache_mode=force_generic_plan",
+        "enable_sort=off",
+        "enable_hashjoin=off",
+        "enable_mergejoin=off"
+      ])
+      const explainGeneric = (limit: number, statement: string) =>
         db.withConnection((connection) =>
           Effect.gen(function*() {
             yield* connection.query("BEGIN")
-            yield* connection.query("SET LOCAL plan_cache_mode = force_generic_plan")
-            yield* connection.query("SET LOCAL enable_sort = off")
-            yield* connection.query(
-              `PREPARE generic_claim (integer, text, integer, float8) AS ${Queue.claimWithItemsSql(schema)}`
-            )
+            for (const setting of config[0]!.proconfig) {
+              const [name, value] = setting.split("=")
+              yield* connection.query(`SET LOCAL ${name} = ${value}`)
+            }
+            yield* connection.query(`PREPARE generic_claim (integer, text, integer, float8) AS ${statement}`)
             const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
               `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20, ${Date.now()})`
             )
@@ -284,19 +301,18 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
             return rows[0]!["QUERY PLAN"][0]!.Plan
           })
         )
+      const both = Queue.claimWithItemsSql(schema)
+      const ready = Queue.claimReadyWithItemsSql(schema)
       // The walk in id order reads the 100 items of the owned units, then x's 3, y's first (x and y are
       // taken; y's later items are never reached): 104 rows, whatever the backlog behind them.
       const walked = (plan: PlanNode) => rowsOf(plan, "queue_ready_id_idx")
       assert.strictEqual(walked(yield* explain(2)), 104)
-      assert.strictEqual(walked(yield* explainGeneric(2)), 104)
-      const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
-        `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
-        [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
-      )
-      assert.deepStrictEqual(config[0]?.proconfig, ["plan_cache_mode=force_generic_plan", "enable_sort=off"])
+      assert.strictEqual(walked(yield* explainGeneric(2, both)), 104)
+      assert.strictEqual(walked(yield* explainGeneric(2, ready)), 104)
       // Two more units: y's 2 later items are skipped, then 2 backlog units.
       assert.strictEqual(walked(yield* explain(4)), 108)
-      assert.strictEqual(walked(yield* explainGeneric(4)), 108)
+      assert.strictEqual(walked(yield* explainGeneric(4, both)), 108)
+      assert.strictEqual(walked(yield* explainGeneric(4, ready)), 108)
       assert.deepStrictEqual(keys(yield* on(Queue.claim, 4, "me")), ["x", "y", "backlog-1", "backlog-2"])
     }))
 
@@ -313,6 +329,41 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       }
       assert.deepStrictEqual(claimed[0]!.items.map((item) => item.payload), [{ i: 1 }, { i: 2 }, { i: 0 }])
       assert.deepStrictEqual(yield* on(Queue.claimWithItems, 10, "other", 3), [])
+    }))
+
+  it.effect("a first batch stops before an item that is not due, through both of the function's statements and the previous release's call", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, schema } = yield* freshQueue
+      const later = Date.now() + 3_600_000
+      // a: due, then an item for later, then one with no time of its own; b: a timed item, not due yet
+      yield* on(Queue.enqueue, [
+        ...items("a", 1),
+        { workUnitKey: "a", taskType: "t", payload: { i: 1 }, runAt: later },
+        { workUnitKey: "a", taskType: "t", payload: { i: 2 } },
+        { workUnitKey: "b", taskType: "t", payload: { i: 0 }, runAt: later }
+      ])
+      const firstBatch = (
+        claimed: ReadonlyArray<{ readonly claim: Queue.Claim; readonly items: ReadonlyArray<Queue.Item> }>
+      ) => claimed.map(({ claim, items }) => [claim.workUnitKey, items.map((item) => item.payload)])
+      // No timed item is due: the claim walks the untimed items only.
+      assert.deepStrictEqual(firstBatch(yield* on(Queue.claimWithItems, 10, "me", 10)), [["a", [{ i: 0 }]]])
+      // b's time has come: the claim walks both, and a's batch still stops before its item for later.
+      yield* db.query(`DELETE FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
+      yield* db.query(`UPDATE ${queue} SET run_at = now() - interval '1 second' WHERE work_unit_key = 'b'`)
+      assert.deepStrictEqual(firstBatch(yield* on(Queue.claimWithItems, 10, "me", 10)), [["a", [{ i: 0 }]], ["b", [{
+        i: 0
+      }]]])
+      // The three-argument function a 0.2.0 deriver calls cuts the batch itself (that release reads all it gets).
+      yield* db.query(`DELETE FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
+      const old = yield* db.query<{ work_unit_key: string; items: string }>(
+        `SELECT work_unit_key, items FROM ${Queue.functions(schema).claim}(10, 'old', 10)`
+      )
+      assert.deepStrictEqual(
+        old.map((
+          row
+        ) => [row.work_unit_key, (JSON.parse(row.items) as ReadonlyArray<{ payload: unknown }>).map((i) => i.payload)]),
+        [["a", [{ i: 0 }]], ["b", [{ i: 0 }]]]
+      )
     }))
 
   it.effect("concurrent claims take different units at once instead of waiting on each other", () =>
@@ -341,35 +392,44 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(second.map(({ claim }) => claim.workUnitKey), ["b"])
     }))
 
-  it.effect("before any ANALYZE, the function's plan still walks the backlog in order and stops: 5,000 pending, 1 read", () =>
+  it.effect("before any ANALYZE, the function's plans still walk the backlog in order and stop: 5,000 pending, 1 read; 5,000 waiting, 1 read", () =>
     Effect.gen(function*() {
-      const { db, on, schema } = yield* freshQueue
+      const { db, on, queue, schema } = yield* freshQueue
       yield* on(Queue.enqueue, Array.from({ length: 5000 }, (_, i) => items(`u${i}`, 1)[0]!))
+      yield* db.query(
+        `INSERT INTO ${queue} (work_unit_key, task_type, run_at)
+         SELECT 'waiting-' || g, 't', now() + interval '1 hour' FROM generate_series(1, 5000) g`
+      )
       const config = yield* db.query<{ proconfig: ReadonlyArray<string> }>(
         `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
         [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
       )
-      const plan = yield* db.withConnection((connection) =>
-        Effect.gen(function*() {
-          yield* connection.query("BEGIN")
-          // the function's own settings, as it plans its statement
-          for (const setting of config[0]!.proconfig) {
-            const [name, value] = setting.split("=")
-            yield* connection.query(`SET LOCAL ${name} = ${value}`)
-          }
-          yield* connection.query(
-            `PREPARE fresh_claim (integer, text, integer, float8) AS ${Queue.claimWithItemsSql(schema)}`
-          )
-          const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
-            `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fresh_claim (1, 'me', 20, ${Date.now()})`
-          )
-          yield* connection.query("ROLLBACK")
-          yield* connection.query("DEALLOCATE fresh_claim")
-          return rows[0]!["QUERY PLAN"][0]!.Plan
-        })
-      )
+      const explainGeneric = (statement: string) =>
+        db.withConnection((connection) =>
+          Effect.gen(function*() {
+            yield* connection.query("BEGIN")
+            // the function's own settings, as it plans its statements
+            for (const setting of config[0]!.proconfig) {
+              const [name, value] = setting.split("=")
+              yield* connection.query(`SET LOCAL ${name} = ${value}`)
+            }
+            yield* connection.query(`PREPARE fresh_claim (integer, text, integer, float8) AS ${statement}`)
+            const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
+              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fresh_claim (1, 'me', 20, ${Date.now()})`
+            )
+            yield* connection.query("ROLLBACK")
+            yield* connection.query("DEALLOCATE fresh_claim")
+            return rows[0]!["QUERY PLAN"][0]!.Plan
+          })
+        )
       // Without enable_sort = off this plan was a bitmap scan of all 5,000 and a sort (9 ms a claim).
-      assert.strictEqual(rowsOf(plan, "queue_ready_id_idx"), 1)
+      assert.strictEqual(rowsOf(yield* explainGeneric(Queue.claimWithItemsSql(schema)), "queue_ready_id_idx"), 1)
+      assert.strictEqual(rowsOf(yield* explainGeneric(Queue.claimReadyWithItemsSql(schema)), "queue_ready_id_idx"), 1)
+      // The test of a due timed item reads the earliest one. Without its `ORDER BY … LIMIT 1` the generic plan
+      // was a scan of the table (0.6 ms a claim).
+      const test = yield* explainGeneric(`SELECT ${Queue.timedDueSql(schema)} AS due`)
+      assert.strictEqual(rowsOf(test, "queue_run_at_idx"), 1)
+      assert.strictEqual(scansOf(test).filter((scan) => scan.startsWith("Seq Scan")).length, 0, scansOf(test).join())
     }))
 
   it.effect("units waiting for their time cost the claim nothing: 20,000 of them, older, with later items, are walked by neither index", () =>
@@ -397,12 +457,8 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.strictEqual(rowsOf(plan, "queue_ready_id_idx"), 2)
       assert.strictEqual(rowsOf(plan, "queue_run_at_idx"), 0)
       // and the timed walk is an index scan of queue_run_at_idx, not a scan of the table
-      const scans = (node: PlanNode): ReadonlyArray<string> => [
-        ...(node["Relation Name"] === "queue" ? [`${node["Node Type"]} ${node["Index Name"] ?? ""}`] : []),
-        ...(node.Plans ?? []).flatMap(scans)
-      ]
-      assert.include(scans(plan), "Index Scan queue_run_at_idx")
-      assert.notInclude(scans(plan).join(), "Seq Scan")
+      assert.include(scansOf(plan), "Index Scan queue_run_at_idx")
+      assert.notInclude(scansOf(plan).join(), "Seq Scan")
       assert.deepStrictEqual(keys(yield* on(Queue.claim, 2, "me")), ["fresh-a", "fresh-b"])
     }))
 
@@ -496,12 +552,13 @@ describe("queue migrations 7 and 8", () => {
   // The functions `queue_claim` and `queue_record` hold the statements as they were when migration 8 ran: a
   // database migrated earlier keeps running those. So a change to either statement must come with a migration
   // that replaces its function; then update the fingerprint here. (A fresh database would hide the drift.)
+  // Migration 8 is not released yet (0.2.0 ends at 7): until it is, it changes with Queue's statements.
   const fingerprint = (sql: string) => createHash("sha256").update(sql).digest("hex").slice(0, 16)
   const schema = SchemaName.makeUnsafe("tenant")
   it("installed the statements Queue documents; a change to them needs a migration that replaces the functions", () => {
     assert.deepStrictEqual(
-      { claim: fingerprint(Queue.claimWithItemsSql(schema)), record: fingerprint(Queue.recordSql(schema)) },
-      { claim: "9b04a197f3b12ec8", record: "2e33b07a8f71e736" }
+      { claim: fingerprint(Queue.claimBody(schema)), record: fingerprint(Queue.recordSql(schema)) },
+      { claim: "c65866618e9413d0", record: "2e33b07a8f71e736" }
     )
   })
   // A released migration never changes: migration 7 still creates the functions of release 0.2.0 (their
