@@ -147,12 +147,14 @@ const injectSleep = (url: string, schema: SchemaName.SchemaName) =>
     const client = new pg.Client({ connectionString: url })
     await client.connect()
     const claim = Queue.functions(schema).claim
-    await client.query(`ALTER FUNCTION ${claim}(integer, text, integer) RENAME TO queue_claim_fast`)
+    // the four-argument function the deriver calls (queue migration 8); the three-argument one calls it by name
+    await client.query(`ALTER FUNCTION ${claim}(integer, text, integer, float8) RENAME TO queue_claim_fast`)
     await client.query(
-      `CREATE FUNCTION ${claim}(integer, text, integer) RETURNS TABLE (work_unit_key text, id text, items text)
+      `CREATE FUNCTION ${claim}(integer, text, integer, float8)
+       RETURNS TABLE (work_unit_key text, id text, items text)
        LANGUAGE plpgsql AS $$ BEGIN
          PERFORM pg_sleep(${thrashSeconds});
-         RETURN QUERY SELECT * FROM ${SchemaName.qualify(schema, "queue_claim_fast")}($1, $2, $3);
+         RETURN QUERY SELECT * FROM ${SchemaName.qualify(schema, "queue_claim_fast")}($1, $2, $3, $4);
        END $$`
     )
     await client.end()

@@ -213,19 +213,24 @@ export const start = <Claim, R>(
     })
     const lag = options.lag ?? Effect.succeed(0)
     const overloadSettings = options.overload
-    // a claim along is slow as a poll is: by the database's share of its time, the process's own lag left out
+    // a claim along is slow as a poll is: by the database's share of its time, the process's own lag left out.
+    // That share is at most the elapsed time, so the lag is read again only when the elapsed time alone is past
+    // the threshold (a read of `LoopLag` is a system call, and this runs once per unit).
     const along: Along = (statement) =>
       Effect.flatMap(alongLimit, (limit) =>
         limit === 0 || overloadSettings === undefined
           ? statement(limit)
           : Effect.flatMap(Effect.all([Clock.currentTimeMillis, lag]), ([startedAt, lagAtStart]) =>
             Effect.tap(statement(limit), () =>
-              Effect.map(Effect.all([Clock.currentTimeMillis, lag]), ([now, lagNow]) => {
-                const timing = { elapsedMillis: now - startedAt, lagMillis: lagNow - lagAtStart }
-                if (Overload.databaseMillis(overloadSettings, timing) > overloadSettings.slowPollMillis) {
-                  alongPaused = true
-                }
-              }))))
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                now - startedAt <= overloadSettings.slowPollMillis
+                  ? Effect.void
+                  : Effect.map(lag, (lagNow) => {
+                    const timing = { elapsedMillis: now - startedAt, lagMillis: lagNow - lagAtStart }
+                    if (Overload.databaseMillis(overloadSettings, timing) > overloadSettings.slowPollMillis) {
+                      alongPaused = true
+                    }
+                  })))))
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()
