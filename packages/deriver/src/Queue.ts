@@ -319,13 +319,17 @@ export const timedDueSql = (schema: SchemaName.SchemaName): string =>
  * @category statements
  */
 export const claimBody = (schema: SchemaName.SchemaName): string =>
+  branchBody(timedDueSql(schema), claimWithItemsSql(schema), claimReadyWithItemsSql(schema))
+
+/** A PL/pgSQL function body that returns the rows of `then` when `test` holds, else those of `otherwise`. */
+const branchBody = (test: string, then: string, otherwise: string) =>
   `$body$
 #variable_conflict use_column
 BEGIN
-  IF ${timedDueSql(schema)} THEN
-    RETURN QUERY ${claimWithItemsSql(schema)};
+  IF ${test} THEN
+    RETURN QUERY ${then};
   ELSE
-    RETURN QUERY ${claimReadyWithItemsSql(schema)};
+    RETURN QUERY ${otherwise};
   END IF;
 END
 $body$`
@@ -632,16 +636,11 @@ export const recordDoneSql = (schema: SchemaName.SchemaName): string => {
  * @category statements
  */
 export const recordBody = (schema: SchemaName.SchemaName): string =>
-  `$body$
-#variable_conflict use_column
-BEGIN
-  IF jsonb_path_exists($1, '$[*] ? (@.retry_at != null || @.dead == true)') THEN
-    RETURN QUERY ${recordSql(schema)};
-  ELSE
-    RETURN QUERY ${recordDoneSql(schema)};
-  END IF;
-END
-$body$`
+  branchBody(
+    "jsonb_path_exists($1, '$[*] ? (@.retry_at != null || @.dead == true)')",
+    recordSql(schema),
+    recordDoneSql(schema)
+  )
 
 /**
  * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its

@@ -55,6 +55,33 @@ const queueRowsOf = (plan: PlanNode): number =>
     : 0) +
   (plan.Plans ?? []).reduce((sum, child) => sum + queueRowsOf(child), 0)
 
+/**
+ * EXPLAIN ANALYZE of a claim statement (parameters: limit, owner, 20 items, now) as `queue_claim` plans it: a
+ * generic plan under the function's own settings (`proconfig`), in a transaction that rolls back.
+ */
+const explainAsClaimFunction = (
+  db: DbSession["Service"],
+  proconfig: ReadonlyArray<string>,
+  statement: string,
+  limit: number
+) =>
+  db.withConnection((connection) =>
+    Effect.gen(function*() {
+      yield* connection.query("BEGIN")
+      for (const setting of proconfig) {
+        const [name, value] = setting.split("=")
+        yield* connection.query(`SET LOCAL ${name} = ${value}`)
+      }
+      yield* connection.query(`PREPARE generic_claim (integer, text, integer, float8) AS ${statement}`)
+      const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20, ${Date.now()})`
+      )
+      yield* connection.query("ROLLBACK")
+      yield* connection.query("DEALLOCATE generic_claim")
+      return rows[0]!["QUERY PLAN"][0]!.Plan
+    })
+  )
+
 /** The scans of the queue table in a plan: node type and index. */
 const scansOf = (node: PlanNode): ReadonlyArray<string> => [
   ...(node["Relation Name"] === "queue" ? [`${node["Node Type"]} ${node["Index Name"] ?? ""}`] : []),
@@ -292,22 +319,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         "enable_mergejoin=off"
       ])
       const explainGeneric = (limit: number, statement: string) =>
-        db.withConnection((connection) =>
-          Effect.gen(function*() {
-            yield* connection.query("BEGIN")
-            for (const setting of config[0]!.proconfig) {
-              const [name, value] = setting.split("=")
-              yield* connection.query(`SET LOCAL ${name} = ${value}`)
-            }
-            yield* connection.query(`PREPARE generic_claim (integer, text, integer, float8) AS ${statement}`)
-            const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
-              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE generic_claim (${limit}, 'me', 20, ${Date.now()})`
-            )
-            yield* connection.query("ROLLBACK")
-            yield* connection.query("DEALLOCATE generic_claim")
-            return rows[0]!["QUERY PLAN"][0]!.Plan
-          })
-        )
+        explainAsClaimFunction(db, config[0]!.proconfig, statement, limit)
       const both = Queue.claimWithItemsSql(schema)
       const ready = Queue.claimReadyWithItemsSql(schema)
       // The walk in id order reads the 100 items of the owned units, then x's 3, y's first (x and y are
@@ -417,24 +429,8 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         `SELECT proconfig FROM pg_proc WHERE oid = $1::regprocedure`,
         [`${Queue.functions(schema).claim}(integer, text, integer, float8)`]
       )
-      const explainGeneric = (statement: string) =>
-        db.withConnection((connection) =>
-          Effect.gen(function*() {
-            yield* connection.query("BEGIN")
-            // the function's own settings, as it plans its statements
-            for (const setting of config[0]!.proconfig) {
-              const [name, value] = setting.split("=")
-              yield* connection.query(`SET LOCAL ${name} = ${value}`)
-            }
-            yield* connection.query(`PREPARE fresh_claim (integer, text, integer, float8) AS ${statement}`)
-            const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: PlanNode }> }>(
-              `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE fresh_claim (1, 'me', 20, ${Date.now()})`
-            )
-            yield* connection.query("ROLLBACK")
-            yield* connection.query("DEALLOCATE fresh_claim")
-            return rows[0]!["QUERY PLAN"][0]!.Plan
-          })
-        )
+      // the function's own settings, as it plans its statements
+      const explainGeneric = (statement: string) => explainAsClaimFunction(db, config[0]!.proconfig, statement, 1)
       // Without enable_sort = off this plan was a bitmap scan of all 5,000 and a sort (9 ms a claim).
       assert.strictEqual(rowsOf(yield* explainGeneric(Queue.claimWithItemsSql(schema)), "queue_ready_id_idx"), 1)
       assert.strictEqual(rowsOf(yield* explainGeneric(Queue.claimReadyWithItemsSql(schema)), "queue_ready_id_idx"), 1)
