@@ -69,8 +69,12 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("a worker takes its next unit in the record of its last; not while a record or poll is slow", () =>
     Effect.gen(function*() {
-      /** Drains `n` single-item units with one worker; returns how many of them the poller's own claims took. */
-      const drain = (n: number, input: DeriverConfig.Input) =>
+      /**
+       * Drains `n` single-item units with one worker; returns how many of them the poller's own claims took. With
+       * `slow`, every checkout starts 2 ms late: the deriver's clock counts whole milliseconds, and a statement that
+       * took less than one would measure 0 ms, not slow by any threshold.
+       */
+      const drain = (n: number, input: DeriverConfig.Input, slow = false) =>
         Effect.gen(function*() {
           const schema = yield* freshSchema
           yield* enqueue(
@@ -79,6 +83,17 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
           )
           let polled = 0
           const config = yield* testConfig({ workers: 1, ...input })
+          const db = yield* DbSession
+          const late = Effect.sleep("2 millis")
+          const session = slow
+            ? DbSession.of({
+              withConnection: (f) => Effect.andThen(late, db.withConnection(f)),
+              transaction: (f) => Effect.andThen(late, db.transaction(f)),
+              query: <Row = Record<string, unknown>>(sql: string, params?: ReadonlyArray<unknown>) =>
+                Effect.andThen(late, db.query<Row>(sql, params)),
+              oneCheckout: (effect) => Effect.andThen(late, db.oneCheckout(effect))
+            })
+            : db
           yield* withScope((scope) =>
             Effect.gen(function*() {
               yield* Scope.provide(
@@ -90,7 +105,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
                     Effect.sync(() => {
                       if (event._tag === "Polled") polled += event.claimed.length
                     })
-                }),
+                }).pipe(Effect.provideService(DbSession, session)),
                 scope
               )
               yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
@@ -101,7 +116,10 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
         })
       assert.isAtMost(yield* drain(30, {}), 2, "the polls claimed the first unit (and one after a rare empty record)")
       // every statement counts as slow (a thrash signal): the poller claims each unit under its overload floor
-      assert.strictEqual(yield* drain(8, { overloadSlowPollSeconds: 0.000001, overloadMaxIntervalSeconds: 0.2 }), 8)
+      assert.strictEqual(
+        yield* drain(8, { overloadSlowPollSeconds: 0.000001, overloadMaxIntervalSeconds: 0.2 }, true),
+        8
+      )
     }))
 
   it.effect("a handler's DbSession is the deriver's gated one: its checkouts go through the checkout gate, and work", () =>

@@ -35,6 +35,12 @@ const server = (answer: (req: IncomingMessage, res: ServerResponse, body: string
 const sender = (url: string, timeout = Duration.millis(200)) =>
   Effect.flatMap(WakeSender.settings({ url, schema: "tenant_a", timeout }), WakeSender.make)
 
+/** Waits until `bodies` holds `n` requests, polling every 10 ms for up to 5 s (the assertion after it says if not). */
+const arrived = (bodies: ReadonlyArray<string>, n: number) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 500 && bodies.length < n; i++) yield* Effect.sleep(Duration.millis(10))
+  })
+
 describe("WakeSender", () => {
   it.live("sends one request in flight and one more for every wake that came meanwhile", () =>
     Effect.gen(function*() {
@@ -43,14 +49,15 @@ describe("WakeSender", () => {
       const wakes = yield* sender(s.url, Duration.seconds(5))
       // wakes before the request starts are covered by it
       for (let i = 0; i < 10; i++) yield* wakes.wake
-      yield* Effect.sleep(Duration.millis(100))
+      // (a request's arrival is waited for, up to 5 s: a loaded machine may take longer than any fixed sleep)
+      yield* arrived(s.bodies, 1)
       expect(s.bodies).toEqual([JSON.stringify({ schema: "tenant_a" })])
       // wakes while it is in flight: one more after it
       for (let i = 0; i < 100; i++) yield* wakes.wake
       yield* Effect.sleep(Duration.millis(100))
       expect(s.bodies).toHaveLength(1)
       held.shift()?.writeHead(202).end("{}")
-      yield* Effect.sleep(Duration.millis(100))
+      yield* arrived(s.bodies, 2)
       expect(s.bodies).toHaveLength(2)
       held.shift()?.writeHead(202).end("{}")
       yield* Effect.sleep(Duration.millis(100))
