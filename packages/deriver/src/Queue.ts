@@ -248,10 +248,15 @@ const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string, walks: "bot
 const unitItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string, nowMillis: string) =>
   `SELECT w.id, w.task_type, w.payload, w.attempts FROM (
      SELECT b.*, bool_or(b.run_at > ${at(nowMillis)}) OVER (ORDER BY b.id) AS held FROM (
-       SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${tables(schema).queue} q
-       WHERE q.work_unit_key = ${unit} AND NOT q.processed AND q.dead_at IS NULL ORDER BY q.id LIMIT ${limit}
+       ${liveItemsSql(schema, unit, limit)}
      ) b
    ) w WHERE w.held IS NOT TRUE`
+
+/** A unit's next live items (unprocessed, not dead letters) in id order with their times, at most `limit`. */
+const liveItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string) =>
+  `SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${tables(schema).queue} q
+         WHERE q.work_unit_key = ${unit} AND NOT q.processed AND q.dead_at IS NULL
+         ORDER BY q.id LIMIT ${limit}`
 
 /**
  * A claim statement's result: per claimed unit, its first `$3` live items in id order as JSON text, each with
@@ -264,9 +269,7 @@ const claimedItemsSql = (schema: SchemaName.SchemaName) =>
   (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload,
                                               'attempts', i.attempts, 'later', i.run_at > ${at("$4")})
                             ORDER BY i.id), '[]')::text
-   FROM (SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${tables(schema).queue} q
-         WHERE q.work_unit_key = c.work_unit_key AND NOT q.processed AND q.dead_at IS NULL
-         ORDER BY q.id LIMIT $3) i) AS items
+   FROM (${liveItemsSql(schema, "c.work_unit_key", "$3")}) i) AS items
 FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
 
 /**

@@ -41,19 +41,16 @@ interface PlanNode {
   readonly Plans?: ReadonlyArray<PlanNode>
 }
 
-/** The rows the scans of `index` read in a plan (kept or removed by their filter), over all their loops. */
-const rowsOf = (plan: PlanNode, index: string): number =>
-  (plan["Index Name"] === index
-    ? (plan["Actual Rows"] + (plan["Rows Removed by Filter"] ?? 0)) * plan["Actual Loops"]
-    : 0) +
-  (plan.Plans ?? []).reduce((sum, child) => sum + rowsOf(child, index), 0)
+/** The rows the scans that `scan` picks read in a plan (kept or removed by their filter), over all their loops. */
+const rowsWhere = (plan: PlanNode, scan: (node: PlanNode) => boolean): number =>
+  (scan(plan) ? (plan["Actual Rows"] + (plan["Rows Removed by Filter"] ?? 0)) * plan["Actual Loops"] : 0) +
+  (plan.Plans ?? []).reduce((sum, child) => sum + rowsWhere(child, scan), 0)
 
-/** The rows every scan of the queue table in a plan read (kept or removed by their filter), over all their loops. */
-const queueRowsOf = (plan: PlanNode): number =>
-  (plan["Relation Name"] === "queue"
-    ? (plan["Actual Rows"] + (plan["Rows Removed by Filter"] ?? 0)) * plan["Actual Loops"]
-    : 0) +
-  (plan.Plans ?? []).reduce((sum, child) => sum + queueRowsOf(child), 0)
+/** The rows the scans of `index` read in a plan. */
+const rowsOf = (plan: PlanNode, index: string): number => rowsWhere(plan, (node) => node["Index Name"] === index)
+
+/** The rows every scan of the queue table in a plan read. */
+const queueRowsOf = (plan: PlanNode): number => rowsWhere(plan, (node) => node["Relation Name"] === "queue")
 
 /**
  * EXPLAIN ANALYZE of a claim statement (parameters: limit, owner, 20 items, now) as `queue_claim` plans it: a
