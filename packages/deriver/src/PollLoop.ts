@@ -356,7 +356,10 @@ export const start = <Claim, R>(
       const lagAtStart = yield* lag
       const polled = yield* poll(room, cleanup)
       const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
-      const lagMillis = (yield* lag) - lagAtStart
+      // read again only for a poll slow by its elapsed time alone, as for a claim along (see `along`)
+      const lagMillis = overloadSettings !== undefined && elapsedMillis > overloadSettings.slowPollMillis
+        ? (yield* lag) - lagAtStart
+        : 0
       if ("result" in polled) {
         return { outcome: "error" as const, claimed: [], result: polled.result, elapsedMillis, lagMillis }
       }

@@ -82,6 +82,23 @@ const tables = (schema: SchemaName.SchemaName) => ({
 })
 
 /**
+ * A statement text made once per schema: the texts a unit sends (its claim, its record, its next items) are the
+ * same for every unit of a schema, and quoting and qualifying them again cost the deriver's loop about 5 µs per
+ * item (docs/results/deriver-throughput.md). One entry per schema the process uses.
+ */
+const perSchema = (make: (schema: SchemaName.SchemaName) => string): (schema: SchemaName.SchemaName) => string => {
+  const made = new Map<string, string>()
+  return (schema) => {
+    let text = made.get(schema)
+    if (text === undefined) {
+      text = make(schema)
+      made.set(schema, text)
+    }
+    return text
+  }
+}
+
+/**
  * The names of the functions that queue migration 7 made and migration 8 replaced with {@link claimBody} and
  * {@link recordBody} (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
  * their text: PL/pgSQL keeps each statement's plan for the life of the server connection, so the server plans
@@ -356,11 +373,13 @@ export const claimWithItems = (
     : Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.map(
         connection.query<{ work_unit_key: string; id: string; items: string }>(
-          `SELECT work_unit_key, id, items FROM ${calls(schema).claim}`,
+          claimWithItemsCall(schema),
           [limit, owner, batchSize, now]
         ),
         (rows) => rows.map((row) => claimedOf(row, owner))
       ))
+
+const claimWithItemsCall = perSchema((schema) => `SELECT work_unit_key, id, items FROM ${calls(schema).claim}`)
 
 /** An item of a claim statement's batch, as JSON ({@link claimedItemsSql}). */
 interface ClaimedItem {
@@ -469,15 +488,19 @@ export const nextItems = (
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
     Effect.map(
       connection.query<{ id: string; task_type: string; payload: string; attempts: number }>(
-        `SELECT i.id::text AS id, i.task_type, i.payload::text AS payload, i.attempts
-         FROM (${unitItemsSql(schema, "$1", "$2", "$5")}) i
-         WHERE EXISTS (SELECT 1 FROM ${tables(schema).sessions} s
-                       WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
-         ORDER BY i.id`,
+        nextItemsSql(schema),
         [claim.workUnitKey, limit, claim.owner, claim.id, now]
       ),
       (rows) => rows.map((row) => itemOf(row, claim.workUnitKey))
     ))
+
+const nextItemsSql = perSchema((schema) =>
+  `SELECT i.id::text AS id, i.task_type, i.payload::text AS payload, i.attempts
+         FROM (${unitItemsSql(schema, "$1", "$2", "$5")}) i
+         WHERE EXISTS (SELECT 1 FROM ${tables(schema).sessions} s
+                       WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
+         ORDER BY i.id`
+)
 
 /** An item from a row with its payload as jsonb text (always valid JSON). */
 const itemOf = (
@@ -665,7 +688,7 @@ export const record = (
 ): Effect.Effect<Recorded, QueryError> =>
   Effect.map(
     connection.query<{ owned: boolean; marked: number }>(
-      `SELECT owned, marked FROM ${calls(schema).record}`,
+      recordCall(schema),
       [
         outcomesJson(outcomes),
         claim.workUnitKey,
@@ -676,6 +699,8 @@ export const record = (
     ),
     (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
   )
+
+const recordCall = perSchema((schema) => `SELECT owned, marked FROM ${calls(schema).record}`)
 
 /**
  * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link recordSql}, then, only
@@ -693,6 +718,8 @@ export const recordAndClaimSql = (schema: SchemaName.SchemaName): string => {
 FROM ${calls(schema).record} r
 LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer, $8::float8) c ON true`
 }
+
+const recordAndClaimText = perSchema(recordAndClaimSql)
 
 /**
  * {@link record}, then the claim of up to `limit` more units for the same owner, with the first `batchSize`
@@ -721,7 +748,7 @@ export const recordAndClaim = (
     Effect.map(
       connection.query<
         { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
-      >(recordAndClaimSql(schema), [
+      >(recordAndClaimText(schema), [
         outcomesJson(outcomes),
         claim.workUnitKey,
         claim.owner,

@@ -12,8 +12,8 @@ import { TestClock } from "effect/testing"
 import type * as Overload from "../src/Overload.ts"
 import * as PollLoop from "../src/PollLoop.ts"
 
-/** A decision and when it was made (test clock). */
-type Polled = Extract<PollLoop.Event, { _tag: "Polled" }> & { readonly at: number }
+/** A decision, when it was made (test clock), and how many times the loop had read the lag by then. */
+type Polled = Extract<PollLoop.Event, { _tag: "Polled" }> & { readonly at: number; readonly lagReads: number }
 
 const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0.5 }
 const overload: Overload.Settings = {
@@ -40,6 +40,7 @@ const scriptedSource = Effect.fnUntraced(function*(
   const events = yield* Ref.make<ReadonlyArray<Polled>>([])
   const polls = yield* Ref.make(0)
   const stalled = yield* Ref.make(0)
+  const lagReads = yield* Ref.make(0)
   yield* PollLoop.start({
     key: (unit: string) => unit,
     poll: () =>
@@ -61,10 +62,13 @@ const scriptedSource = Effect.fnUntraced(function*(
     cleanupIntervalMillis: 60_000,
     shutdownGraceMillis: 1000,
     overload: settings,
-    lag: Ref.get(stalled),
+    lag: Effect.andThen(Ref.update(lagReads, (n) => n + 1), Ref.get(stalled)),
     observer: (event) =>
       event._tag === "Polled"
-        ? Effect.flatMap(Clock.currentTimeMillis, (at) => Ref.update(events, (all) => [...all, { ...event, at }]))
+        ? Effect.flatMap(
+          Effect.all([Clock.currentTimeMillis, Ref.get(lagReads)]),
+          ([at, reads]) => Ref.update(events, (all) => [...all, { ...event, at, lagReads: reads }])
+        )
         : Effect.void
   })
   return Ref.get(events)
@@ -213,6 +217,19 @@ describe("PollLoop overload: the process's own delay (TestClock, seeded Random)"
       assert.isTrue(polled.every((e) => e.signal === "slow"))
       assert.strictEqual(polled.at(-1)!.floorMillis, 300_000)
     }).pipe(Random.withSeed("thrash")))
+
+  it.effect("the lag is read once around a fast poll, twice around one slow by its elapsed time alone", () =>
+    Effect.gen(function*() {
+      // fast (5 ms), then slow by its elapsed time (3 s, 2.5 s of it the process's own), twice
+      const events = yield* scriptedSource(
+        (i) => i % 2 === 0 ? { millis: 5, result: "empty" } : { millis: 3000, result: "empty", lagMillis: 2500 },
+        overload
+      )
+      const polled = yield* advanceUntil(events, 4)
+      assert.deepStrictEqual(polled.map((e) => e.lagReads), [1, 3, 4, 6])
+      // the second read counts: 0.5 s of the slow polls' 3 s is the database's, under the 2 s threshold
+      assert.deepStrictEqual(polled.map((e) => e.signal), ["fast", "fast", "fast", "fast"])
+    }).pipe(Random.withSeed("reads")))
 
   it.effect("subtractLag false: the elapsed time as it is (the behaviour before 0.3.0), the floor rises", () =>
     Effect.gen(function*() {
