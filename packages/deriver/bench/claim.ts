@@ -221,8 +221,8 @@ const waitingBenchmark = Effect.gen(function*() {
 })
 
 const statementModes = {
-  along: "queue_record then queue_claim in one statement (as the deriver's workers, after the first claim)",
-  functions: "calls of queue_claim and queue_record (as the deriver's poller and a record that claims nothing)",
+  along: "queue_record_done then queue_claim in one statement (as the deriver's workers, after the first claim)",
+  functions: "calls of queue_claim and queue_record_done (as the deriver's poller and a record that claims nothing)",
   unnamed: "the statements' text, unnamed (as before queue migration 7)",
   named: "the statements' text as named prepared statements"
 } as const
@@ -250,12 +250,13 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
       const client = new pg.Client({ connectionString: url })
       client.on("error", () => {})
       await client.connect()
-      const { claim, record } = Queue.calls(schema)
+      // done outcomes, as the deriver's no-op handlers give: the record the deriver calls for them
+      const { claim, recordDone } = Queue.calls(schema)
       const claimText = mode === "functions" || mode === "along"
         ? `SELECT work_unit_key, id, items FROM ${claim}`
         : Queue.claimWithItemsSql(schema)
       const recordText = mode === "functions"
-        ? `SELECT owned, marked FROM ${record}`
+        ? `SELECT owned, marked FROM ${recordDone}`
         : Queue.recordSql(schema)
       let claimMillis = 0
       let recordMillis = 0
@@ -266,7 +267,7 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
         for (let i = 0; i < units && row !== undefined && row.work_unit_key !== null; i++) {
           const items = JSON.parse(row.items!) as ReadonlyArray<{ id: string }>
           const before = now()
-          const { rows }: { rows: Array<Row> } = await client.query<Row>(Queue.recordAndClaimSql(schema), [
+          const { rows }: { rows: Array<Row> } = await client.query<Row>(Queue.recordAndClaimSql(schema, "done"), [
             JSON.stringify(items.map((item) => ({ id: item.id, error: null }))),
             row.work_unit_key,
             "bench",

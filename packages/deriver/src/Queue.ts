@@ -100,7 +100,8 @@ const perSchema = (make: (schema: SchemaName.SchemaName) => string): (schema: Sc
 
 /**
  * The names of the functions that queue migration 7 made and migration 8 replaced with {@link claimBody} and
- * {@link recordBody} (`queue_claim`, `queue_record`, in the tenant schema). A unit's two statements call them instead of sending
+ * {@link recordBody} (`queue_claim`, `queue_record`, in the tenant schema), and the one migration 8 added for the
+ * common record, {@link recordDoneSql} (`queue_record_done`). A unit's two statements call them instead of sending
  * their text: PL/pgSQL keeps each statement's plan for the life of the server connection, so the server plans
  * them once per connection, not on every call, with no named prepared statement on the wire (PgBouncer in
  * transaction mode before 1.21 cannot carry those). The measurements are in docs/results/deriver-throughput.md.
@@ -110,23 +111,29 @@ const perSchema = (make: (schema: SchemaName.SchemaName) => string): (schema: Sc
  */
 export const functions = (schema: SchemaName.SchemaName) => ({
   claim: SchemaName.qualify(schema, "queue_claim"),
-  record: SchemaName.qualify(schema, "queue_record")
+  record: SchemaName.qualify(schema, "queue_record"),
+  /** `queue_record` for a batch whose outcomes are all done ({@link recordDoneSql}; since 0.3.0). */
+  recordDone: SchemaName.qualify(schema, "queue_record_done")
 })
 
 /**
  * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size, $4 now)` (`now` in epoch
  * milliseconds, from the deriver's `Clock`: what "due" means) and
- * `queue_record($1 outcomes, $2 unit, $3 owner, $4 release, $5 claim id)`, each as a `FROM` item (see
+ * `queue_record($1 outcomes, $2 unit, $3 owner, $4 release, $5 claim id)` (`queue_record_done` with the same
+ * arguments when every outcome is done), each as a `FROM` item (see
  * {@link functions}).
  *
  * @since 0.2.0
  * @category decisions
  */
 export const calls = (schema: SchemaName.SchemaName) => {
-  const { claim, record } = functions(schema)
+  const { claim, record, recordDone } = functions(schema)
+  const recordArguments = "($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)"
   return {
     claim: `${claim}($1::integer, $2::text, $3::integer, $4::float8)`,
-    record: `${record}($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)`
+    record: `${record}${recordArguments}`,
+    /** The record of a batch whose outcomes are all done, with the same arguments (since 0.3.0). */
+    recordDone: `${recordDone}${recordArguments}`
   }
 }
 
@@ -276,15 +283,23 @@ const liveItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string
          ORDER BY q.id LIMIT ${limit}`
 
 /**
+ * Whether a claimed item `i` is later than `$4` (now): its time against now, compared only for an item that has
+ * one (a comparison per item cost the claim of a 10-item unit about 20 µs); in the walk of untimed items only
+ * ({@link claimBody} runs it when no timed item is due), every timed item is later, so having a time is enough.
+ */
+const laterSql = (walks: "both" | "ready") =>
+  walks === "ready" ? "i.run_at IS NOT NULL" : `CASE WHEN i.run_at IS NOT NULL THEN i.run_at > ${at("$4")} END`
+
+/**
  * A claim statement's result: per claimed unit, its first `$3` live items in id order as JSON text, each with
  * `later` (true when its time is after `$4`, now): the reader cuts the batch before the first later item
  * ({@link claimedOf}), as {@link unitItemsSql} does in SQL for the later batches. Cut by the reader, the batch
  * needs no window over it in the statement.
  */
-const claimedItemsSql = (schema: SchemaName.SchemaName) =>
+const claimedItemsSql = (schema: SchemaName.SchemaName, walks: "both" | "ready") =>
   `SELECT c.work_unit_key, claimed.id::text AS id,
   (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload,
-                                              'attempts', i.attempts, 'later', i.run_at > ${at("$4")})
+                                              'attempts', i.attempts, 'later', ${laterSql(walks)})
                             ORDER BY i.id), '[]')::text
    FROM (${liveItemsSql(schema, "c.work_unit_key", "$3")}) i) AS items
 FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
@@ -303,17 +318,20 @@ FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
  */
 export const claimWithItemsSql = (schema: SchemaName.SchemaName): string =>
   `${claimCtes(schema, "$4", "both")}
-${claimedItemsSql(schema)}`
+${claimedItemsSql(schema, "both")}`
 
 /**
- * {@link claimWithItemsSql} with the walk of untimed items only: what it claims when no timed item is due.
+ * {@link claimWithItemsSql} with the walk of untimed items only: what it claims when no timed item is due
+ * ({@link claimBody}), so every timed item of a batch is marked `later` without a comparison with now. Sent on
+ * its own while a timed item is due, it would hold that item back (and the rest of its unit) until the next
+ * claim, never run it early.
  *
  * @since 0.3.0
  * @category statements
  */
 export const claimReadyWithItemsSql = (schema: SchemaName.SchemaName): string =>
   `${claimCtes(schema, "$4", "ready")}
-${claimedItemsSql(schema)}`
+${claimedItemsSql(schema, "ready")}`
 
 /**
  * Whether a timed item that is not a dead letter is due at `$4` (now, epoch milliseconds): the time of the
@@ -630,8 +648,10 @@ export const recordSql = (schema: SchemaName.SchemaName): string => {
 /**
  * The record statement of {@link recordSql} for a batch whose outcomes are all done (processed, with or without
  * an error: no retry, no dead letter), the common case: the same marks, ownership check and result, without the
- * retry's steps (the time it sets on the unit's later items). `queue_record` runs it when no outcome of `$1` has
- * a `retry_at` or `dead` ({@link recordBody}); it costs about what the record cost before retries existed.
+ * retry's steps (the time it sets on the unit's later items). It costs about what the record cost before retries
+ * existed. The function `queue_record_done` (queue migration 8) runs it alone, and {@link record} calls that for a
+ * batch of done outcomes: the test of the outcomes in `queue_record` ({@link recordBody}), which a previous
+ * release calls, cost a 10-item record about 10 µs.
  *
  * @since 0.3.0
  * @category statements
@@ -688,7 +708,7 @@ export const record = (
 ): Effect.Effect<Recorded, QueryError> =>
   Effect.map(
     connection.query<{ owned: boolean; marked: number }>(
-      recordCall(schema),
+      allDone(outcomes) ? recordDoneCall(schema) : recordCall(schema),
       [
         outcomesJson(outcomes),
         claim.workUnitKey,
@@ -701,25 +721,31 @@ export const record = (
   )
 
 const recordCall = perSchema((schema) => `SELECT owned, marked FROM ${calls(schema).record}`)
+const recordDoneCall = perSchema((schema) => `SELECT owned, marked FROM ${calls(schema).recordDone}`)
+
+/** Whether every outcome is done (processed, with or without an error): no retry, no dead letter. */
+const allDone = (outcomes: ReadonlyArray<Outcome>): boolean =>
+  outcomes.every((outcome) => outcome.retryAt === undefined && outcome.dead !== true)
 
 /**
- * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link recordSql}, then, only
- * when the claim still held, `queue_claim` of up to `$6` units for the same owner with `$7` items each, due at
- * `$8` (now, epoch milliseconds). Each
- * function's statement runs on a snapshot of its own, so the claim sees the record's release. One row per
- * claimed unit, or one row with no unit.
+ * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link recordSql}
+ * (`queue_record_done` with `outcomes` "done": every outcome of `$1` is done, see {@link recordDoneSql}), then,
+ * only when the claim still held, `queue_claim` of up to `$6` units for the same owner with `$7` items each, due
+ * at `$8` (now, epoch milliseconds). Each function's statement runs on a snapshot of its own, so the claim sees
+ * the record's release. One row per claimed unit, or one row with no unit.
  *
  * @since 0.2.0
  * @category statements
  */
-export const recordAndClaimSql = (schema: SchemaName.SchemaName): string => {
+export const recordAndClaimSql = (schema: SchemaName.SchemaName, outcomes: "done" | "any" = "any"): string => {
   const { claim } = functions(schema)
   return `SELECT r.owned, r.marked, c.work_unit_key, c.id, c.items
-FROM ${calls(schema).record} r
+FROM ${outcomes === "done" ? calls(schema).recordDone : calls(schema).record} r
 LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer, $8::float8) c ON true`
 }
 
-const recordAndClaimText = perSchema(recordAndClaimSql)
+const recordAndClaimText = perSchema((schema) => recordAndClaimSql(schema, "any"))
+const recordDoneAndClaimText = perSchema((schema) => recordAndClaimSql(schema, "done"))
 
 /**
  * {@link record}, then the claim of up to `limit` more units for the same owner, with the first `batchSize`
@@ -748,7 +774,7 @@ export const recordAndClaim = (
     Effect.map(
       connection.query<
         { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
-      >(recordAndClaimText(schema), [
+      >(allDone(outcomes) ? recordDoneAndClaimText(schema) : recordAndClaimText(schema), [
         outcomesJson(outcomes),
         claim.workUnitKey,
         claim.owner,

@@ -28,7 +28,7 @@ import * as Queue from "./Queue.ts"
  *    timed by id, timed items by time), the dead letters' index, and the functions replaced by the statements
  *    that read them (a `queue_claim` that takes now and walks the timed items only when one is due; the
  *    three-argument one a previous release calls reads the server's clock and cuts each batch before its first
- *    item that is not due).
+ *    item that is not due), and `queue_record_done`, the record of a batch whose outcomes are all done.
  *
  * @since 0.1.0
  * @category constants
@@ -128,7 +128,7 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
     // once more. `queue_pending_id_idx` stays for it; a later contract migration drops it.
     up: (schema) => {
       const queue = SchemaName.qualify(schema, "queue")
-      const { claim, record } = Queue.functions(schema)
+      const { claim, record, recordDone } = Queue.functions(schema)
       const claimed = "RETURNS TABLE (work_unit_key text, id text, items text)"
       const generic = "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan"
       // `enable_sort = off` for the claim: its walks must read their index in order and stop after `$1` units.
@@ -157,7 +157,10 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
           ${generic} ${walks} AS ${Queue.claimBody(schema)}`,
         `CREATE OR REPLACE FUNCTION ${claim}(integer, text, integer) ${claimed} ${generic} AS ${body(cut)}`,
         `CREATE OR REPLACE FUNCTION ${record}(jsonb, text, text, boolean, bigint)
-          RETURNS TABLE (owned boolean, marked integer) ${generic} AS ${Queue.recordBody(schema)}`
+          RETURNS TABLE (owned boolean, marked integer) ${generic} AS ${Queue.recordBody(schema)}`,
+        // The record of a batch of done outcomes without `queue_record`'s test of them: the caller knows.
+        `CREATE FUNCTION ${recordDone}(jsonb, text, text, boolean, bigint)
+          RETURNS TABLE (owned boolean, marked integer) ${generic} AS ${body(Queue.recordDoneSql(schema))}`
       ]
     }
   }

@@ -369,12 +369,16 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       ) => claimed.map(({ claim, items }) => [claim.workUnitKey, items.map((item) => item.payload)])
       // No timed item is due: the claim walks the untimed items only.
       assert.deepStrictEqual(firstBatch(yield* on(Queue.claimWithItems, 10, "me", 10)), [["a", [{ i: 0 }]]])
-      // b's time has come: the claim walks both, and a's batch still stops before its item for later.
+      // b's time has come: the claim walks both, and a's batch still stops before its item for later; c's item
+      // whose time has passed stays in c's batch.
       yield* db.query(`DELETE FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
       yield* db.query(`UPDATE ${queue} SET run_at = now() - interval '1 second' WHERE work_unit_key = 'b'`)
-      assert.deepStrictEqual(firstBatch(yield* on(Queue.claimWithItems, 10, "me", 10)), [["a", [{ i: 0 }]], ["b", [{
-        i: 0
-      }]]])
+      yield* on(Queue.enqueue, [
+        { workUnitKey: "c", taskType: "t", payload: { i: 0 } },
+        { workUnitKey: "c", taskType: "t", payload: { i: 1 }, runAt: Date.now() - 1000 }
+      ])
+      const both = [["a", [{ i: 0 }]], ["b", [{ i: 0 }]], ["c", [{ i: 0 }, { i: 1 }]]]
+      assert.deepStrictEqual(firstBatch(yield* on(Queue.claimWithItems, 10, "me", 10)), both)
       // The three-argument function a 0.2.0 deriver calls cuts the batch itself (that release reads all it gets).
       yield* db.query(`DELETE FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
       const old = yield* db.query<{ work_unit_key: string; items: string }>(
@@ -384,7 +388,7 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
         old.map((
           row
         ) => [row.work_unit_key, (JSON.parse(row.items) as ReadonlyArray<{ payload: unknown }>).map((i) => i.payload)]),
-        [["a", [{ i: 0 }]], ["b", [{ i: 0 }]]]
+        both
       )
     }))
 
@@ -555,16 +559,21 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
 })
 
 describe("queue migrations 7 and 8", () => {
-  // The functions `queue_claim` and `queue_record` hold the statements as they were when migration 8 ran: a
-  // database migrated earlier keeps running those. So a change to either statement must come with a migration
-  // that replaces its function; then update the fingerprint here. (A fresh database would hide the drift.)
+  // The functions `queue_claim`, `queue_record` and `queue_record_done` hold the statements as they were when
+  // migration 8 ran: a database migrated earlier keeps running those. So a change to any of them must come with
+  // a migration that replaces its function; then update the fingerprint here. (A fresh database would hide the
+  // drift.)
   // Migration 8 is not released yet (0.2.0 ends at 7): until it is, it changes with Queue's statements.
   const fingerprint = (sql: string) => createHash("sha256").update(sql).digest("hex").slice(0, 16)
   const schema = SchemaName.makeUnsafe("tenant")
   it("installed the statements Queue documents; a change to them needs a migration that replaces the functions", () => {
     assert.deepStrictEqual(
-      { claim: fingerprint(Queue.claimBody(schema)), record: fingerprint(Queue.recordSql(schema)) },
-      { claim: "c65866618e9413d0", record: "2e33b07a8f71e736" }
+      {
+        claim: fingerprint(Queue.claimBody(schema)),
+        record: fingerprint(Queue.recordSql(schema)),
+        recordDone: fingerprint(Queue.recordDoneSql(schema))
+      },
+      { claim: "9c26703a7319dbae", record: "2e33b07a8f71e736", recordDone: "fa5568637eb8ed20" }
     )
   })
   // A released migration never changes: migration 7 still creates the functions of release 0.2.0 (their
