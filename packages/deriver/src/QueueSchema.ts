@@ -130,19 +130,18 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
       const queue = SchemaName.qualify(schema, "queue")
       const { claim, record, recordDone } = Queue.functions(schema)
       const claimed = "RETURNS TABLE (work_unit_key text, id text, items text)"
-      const generic = "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan"
-      // `enable_sort = off` for the claim: its walks must read their index in order and stop after `$1` units.
-      // The generic plan cannot know `$1`, and before the first ANALYZE of a new column (`run_at IS NULL`) it
-      // estimates a handful of rows: it then sorted the whole backlog on every call (9.1 ms instead of 0.24 at
-      // 5,000 pending). Off, a sort is only the last resort; the claim's small sorts (of the candidates) stay.
-      // Hash and merge joins off: the walks' anti joins stay probes of an index per item (a hash of the backlog or
-      // of the ownership table is never cheaper for a claim that stops after `$1` units). Scans of the table and
-      // materialized inner sides off: the plan is kept for the connection's life, and one made before the first
-      // ANALYZE estimates `dead_at IS NULL` at 0.5 % of the rows; it then read the whole queue, kept in memory,
-      // for the probe of a unit's earlier items (3.5 ms a claim on average over a run of 100,000 items, against
-      // 0.13 ms, until an ANALYZE replanned it). Every read of the claim has an index.
-      const walks = "SET enable_sort = off SET enable_hashjoin = off SET enable_mergejoin = off" +
-        " SET enable_seqscan = off SET enable_material = off"
+      // `jit = off` on every function: the generic plan of a claim cannot know `LIMIT $1` and costs it as a tenth of
+      // the backlog, so its estimate grows with the queue while the claim's work does not; past `jit_above_cost`
+      // (100,000) a server built with LLVM (Debian's, PGDG's, most managed ones; `jit = on` by default) compiled
+      // the claim on every call (250–950 ms, against 1 ms). Queue statements are short; none gains from JIT.
+      const generic = "LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off"
+      // Scans of the whole table and bitmap scans off for the claim: its plans are kept for the connection's life,
+      // and one made against a never-analyzed table, kept as it grows, read a unit's rows by a bitmap and sorted
+      // them for the probe of its first item (9.6 ms a claim at 100,000 rows on PostgreSQL 15, against 2.1 ms), or
+      // the whole table. Every read of the claim has an index that gives its rows in order; with these two off no
+      // plan node is disabled (PostgreSQL 14–17 add 10¹⁰ to the cost of one, 18 counts them), so the cost stays
+      // that of the plan (docs/results/postgres-builds.md).
+      const walks = "SET enable_seqscan = off SET enable_bitmapscan = off"
       // The three-argument function a previous release calls: the claim on the server's clock, each batch cut
       // before its first item that is not due (that release reads every item it is given).
       const cut = `SELECT c.work_unit_key, c.id,

