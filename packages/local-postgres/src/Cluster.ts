@@ -53,6 +53,8 @@ export interface Options {
   readonly hba?: ReadonlyArray<string>
   /** Libraries to load at start (`shared_preload_libraries`), e.g. `pg_stat_statements`. */
   readonly preload?: ReadonlyArray<string>
+  /** Other server settings, each passed as `-c name=value` (a bench's logging, say). */
+  readonly settings?: Readonly<Record<string, string>>
 }
 
 /** A superuser URL for a database on the cluster. */
@@ -347,6 +349,7 @@ export const start = Effect.fnUntraced(function*(options: Options = {}) {
       ...(options.preload === undefined || options.preload.length === 0
         ? []
         : ["-c", `shared_preload_libraries=${options.preload.join(",")}`]),
+      ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
       ...accessFlags(options, directory, account),
       ...(options.directory === undefined ? throwAwayFlags : [])
     ],
