@@ -8,6 +8,10 @@
  * Scenarios are tests too long for `npm test` (a package's `test:scenario` script, which reports to
  * test-results/scenario.json; `.ci/run` runs each as its own timed step). With `--scenarios` each such package
  * must have that report too, and its tests are summed with the rest; without it, a scenario report is not read.
+ *
+ * Reports of the same tests on other PostgreSQL builds (test-results/postgres-<build>.json: `.ci/run`'s run on
+ * Debian's PostgreSQL, scripts/test-postgres-builds.sh) are summed too, whenever present: npm test deletes them with
+ * the rest of test-results, and the steps that write them fail themselves when a run writes none.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join, relative } from "node:path"
@@ -40,13 +44,13 @@ const times: Array<
   { readonly name: string; readonly start: number; readonly seconds: number; readonly tests: number }
 > = []
 const files: Array<{ readonly name: string; readonly seconds: number }> = []
-/** Counts one report: its tests, its wall time and each file's. */
-function add(name: string, report: VitestReport) {
+/** Counts one report: its tests, its wall time and each file's (named with `build`, the server, when not the default). */
+function add(name: string, report: VitestReport, build = "") {
   const end = Math.max(report.startTime, ...report.testResults.map((result) => result.endTime))
   const tests = report.numPassedTests + report.numFailedTests
   times.push({ name, start: report.startTime, seconds: (end - report.startTime) / 1000, tests })
   for (const result of report.testResults) {
-    files.push({ name: relative(root, result.name), seconds: (result.endTime - result.startTime) / 1000 })
+    files.push({ name: relative(root, result.name) + build, seconds: (result.endTime - result.startTime) / 1000 })
   }
   passed += report.numPassedTests
   failed += report.numFailedTests
@@ -61,6 +65,12 @@ for (const workspace of workspaces) {
     const file = join(workspace, "test-results", report)
     if (existsSync(file)) add(name, JSON.parse(readFileSync(file, "utf8")) as VitestReport)
     else missing.push(name)
+  }
+  const results = join(workspace, "test-results")
+  const builds = existsSync(results) ? readdirSync(results).filter((file) => /^postgres-.+\.json$/.test(file)) : []
+  for (const report of builds.toSorted()) {
+    const build = ` (${report.slice(0, -".json".length)})`
+    add(workspace.slice(root.length + 1) + build, JSON.parse(readFileSync(join(results, report), "utf8")), build)
   }
 }
 
