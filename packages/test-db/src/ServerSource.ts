@@ -1,25 +1,39 @@
 /**
- * Which real PostgreSQL a test run talks to: an explicit URL, a container, or embedded binaries from npm.
+ * Which real PostgreSQL a test run talks to: an explicit URL, a build named by `RESILIENCE_POSTGRES_BIN`, a
+ * container, or embedded binaries from npm.
  */
+import { Cluster } from "@resilience/local-postgres"
 import { Effect } from "effect"
 import { request } from "node:http"
 
 /** Where the shared test server comes from, in order of preference. */
 export type ServerSource =
   | { readonly _tag: "Url"; readonly url: string }
+  /** A cluster of the build in this directory (`RESILIENCE_POSTGRES_BIN`, see `Cluster.binariesVariable`). */
+  | { readonly _tag: "Binaries"; readonly directory: string }
   | { readonly _tag: "Container" }
   | { readonly _tag: "Embedded" }
 
-/** What the selection looks at: the environment's URL and whether a container engine answered. */
+/**
+ * What the selection looks at: the environment's URL, the server build it names, and whether a container engine
+ * answered.
+ */
 export interface Environment {
   readonly testDatabaseUrl: string | undefined
+  readonly serverBinaries?: string | undefined
   readonly containerEngineReachable: boolean
 }
 
-/** `TEST_DATABASE_URL` when set; else a container when an engine is reachable; else embedded PostgreSQL. */
+/**
+ * `TEST_DATABASE_URL` when set; else a cluster of the build `RESILIENCE_POSTGRES_BIN` names (a run asked for that
+ * build: a container engine must not take its place); else a container when an engine is reachable; else embedded
+ * PostgreSQL.
+ */
 export const choose = (environment: Environment): ServerSource => {
   const url = environment.testDatabaseUrl?.trim()
   if (url !== undefined && url !== "") return { _tag: "Url", url }
+  const directory = environment.serverBinaries?.trim()
+  if (directory !== undefined && directory !== "") return { _tag: "Binaries", directory }
   return environment.containerEngineReachable ? { _tag: "Container" } : { _tag: "Embedded" }
 }
 
@@ -49,5 +63,10 @@ export const containerEngineReachable: Effect.Effect<boolean> = Effect.callback<
 /** The source for this process, read from `TEST_DATABASE_URL` and a probe of the container engine. */
 export const detect: Effect.Effect<ServerSource> = Effect.map(
   containerEngineReachable,
-  (containerEngineReachable) => choose({ testDatabaseUrl: process.env["TEST_DATABASE_URL"], containerEngineReachable })
+  (containerEngineReachable) =>
+    choose({
+      testDatabaseUrl: process.env["TEST_DATABASE_URL"],
+      serverBinaries: process.env[Cluster.binariesVariable],
+      containerEngineReachable
+    })
 )

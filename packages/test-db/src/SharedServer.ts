@@ -1,6 +1,6 @@
 /**
  * The one server a test run shares: the URL the Vitest global setup published, or one chosen and started now
- * (`TEST_DATABASE_URL`, else a container, else embedded PostgreSQL).
+ * (`TEST_DATABASE_URL`, else the build `RESILIENCE_POSTGRES_BIN` names, else a container, else embedded PostgreSQL).
  */
 import { Cluster } from "@resilience/local-postgres"
 import { Effect } from "effect"
@@ -20,7 +20,9 @@ export const acquire = Effect.gen(function*() {
       return source.url
     case "Container":
       return yield* Container.start
+    case "Binaries":
     case "Embedded":
+      // `Cluster.start` runs the build of `RESILIENCE_POSTGRES_BIN` when it is set
       return (yield* Cluster.start({ maxConnections: 200 })).url
   }
 })

@@ -17,6 +17,22 @@ describe("ServerSource.choose", () => {
       .toEqual({ _tag: "Embedded" })
   })
 
+  it("takes the build RESILIENCE_POSTGRES_BIN names before a container engine, after TEST_DATABASE_URL", () => {
+    const serverBinaries = "/usr/lib/postgresql/15/bin"
+    expect(ServerSource.choose({ testDatabaseUrl: undefined, serverBinaries, containerEngineReachable: true }))
+      .toEqual({ _tag: "Binaries", directory: serverBinaries })
+    expect(
+      ServerSource.choose({
+        testDatabaseUrl: "postgres://u:p@db:5432/x",
+        serverBinaries,
+        containerEngineReachable: true
+      })
+    )
+      .toEqual({ _tag: "Url", url: "postgres://u:p@db:5432/x" })
+    expect(ServerSource.choose({ testDatabaseUrl: undefined, serverBinaries: " ", containerEngineReachable: false }))
+      .toEqual({ _tag: "Embedded" })
+  })
+
   it("treats a blank URL as unset", () => {
     expect(ServerSource.choose({ testDatabaseUrl: "  ", containerEngineReachable: false }))
       .toEqual({ _tag: "Embedded" })
