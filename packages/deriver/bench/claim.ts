@@ -18,15 +18,28 @@
  * only when named; BENCH_WAITING the items waiting for a retry, default 100,000), BENCH_LABELS (defaults, tuned),
  * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (0: units claimed
  * ahead of a free worker; other values are labelled in the table).
+ *
+ * Part `steady` (only when named; issue #45): a fresh schema, autovacuum off on its two tables (no ANALYZE until the
+ * end), takes single-item units at a steady BENCH_RATE a second (default 500; every 100 ms the items due by then)
+ * until BENCH_STEADY_ITEMS are enqueued (default 100,000), drained by one deriver with 8 workers, the production
+ * defaults and a no-op handler, per pool of BENCH_POOLS; bounded by BENCH_STEADY_SECONDS (default 300). Every
+ * BENCH_STEADY_WINDOW items recorded (default 10,000), a row: completion and enqueue rates, backlog, and from
+ * `pg_stat_statements` the claims, their server time and JIT-compiled functions in the window; at the end the
+ * tables' `pg_stat_user_tables` (no ANALYZE), then ANALYZE. A cluster the bench starts preloads `pg_stat_statements`
+ * (track = all) only when `steady` runs; with DATABASE_URL it creates the extension when the server has it loaded,
+ * else the server-side columns are empty. The full run, on a quiet machine:
+ *
+ *   BENCH_PARTS=steady BENCH_POOLS=queue npm run bench -w @resilience/deriver
  */
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
-import { Deferred, Effect, Exit, Logger, Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Logger, Metric, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
+import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import * as Handlers from "../src/Handlers.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
@@ -482,12 +495,303 @@ const busyLatency = (poolClass: Run["poolClass"], rounds: number) =>
     return { poolClass, freeToStart, arrivalToStart }
   })
 
+const steadyItems = Number(process.env.BENCH_STEADY_ITEMS ?? 100_000)
+const steadyRate = Number(process.env.BENCH_RATE ?? 500)
+const steadySeconds = Number(process.env.BENCH_STEADY_SECONDS ?? 300)
+const steadyWindow = Number(process.env.BENCH_STEADY_WINDOW ?? 10_000)
+/** The producer's fixed period: every 100 ms, the items due by then (50 at 500 a second). */
+const steadyPeriodMillis = 100
+
+/** A kind of statement's counters in `pg_stat_statements`, summed over its rows. */
+interface Counted {
+  readonly calls: number
+  readonly ms: number
+}
+
+/** One reading of the `steady` part: the deriver's and the producer's counts, and the server's counters. */
+interface SteadyReading {
+  readonly at: number
+  readonly done: number
+  readonly enqueued: number
+  /** Null when `pg_stat_statements` cannot be read. */
+  readonly server: {
+    /** The claim inside `queue_claim`: calls of its statement (one of its two walks), time with its due test. */
+    readonly claims: Counted
+    /** The poller's call of `queue_claim`. */
+    readonly poll: Counted
+    /** The workers' record (`queue_record_done` or `queue_record`), alone. */
+    readonly record: Counted
+    /**
+     * The workers' record that claims the next unit along (`queue_record_done` or `queue_record`, then
+     * `queue_claim`; only with `DeriverConfig.claimAlong`, off above 2 workers).
+     */
+    readonly along: Counted
+    /** JIT-compiled functions in the rows above, and in every statement that names the schema. */
+    readonly jitClaim: number
+    readonly jitAll: number
+  } | null
+}
+
+/**
+ * The server's version and `jit`, and whether `pg_stat_statements` can be read: loaded at start (its settings exist
+ * only then), its extension created in this database when missing. Why not, when it cannot.
+ */
+const serverInfo = (client: pg.Client) =>
+  Effect.promise(async () => {
+    const { jit, track, version } = (await client.query<{ version: string; jit: string; track: string | null }>(
+      `SELECT current_setting('server_version') AS version, current_setting('jit') AS jit,
+              current_setting('pg_stat_statements.track', true) AS track`
+    )).rows[0]!
+    const unavailable = (why: string) => ({
+      version,
+      jit,
+      statements: false,
+      note: `pg_stat_statements unavailable (${why}): the server-side columns are empty`
+    })
+    if (track === null) return unavailable("not in shared_preload_libraries")
+    try {
+      await client.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+      await client.query("SELECT 1 FROM pg_stat_statements LIMIT 1")
+    } catch (error) {
+      return unavailable(String(error))
+    }
+    return { version, jit, statements: true, note: `pg_stat_statements.track = ${track}` }
+  })
+
+/**
+ * Part `steady` (issue #45): a fresh schema whose tables are never analyzed (autovacuum off on both) takes
+ * `steadyItems` single-item units at `steadyRate` a second, on a fixed schedule, while one deriver with 8 workers,
+ * the production defaults and a no-op handler drains it. Every `steadyWindow` items recorded, a row: the completion
+ * and enqueue rates over the window, the backlog, and from `pg_stat_statements` the server time of the claim. With
+ * the queue pool, the plans are made on the empty table and kept for the connections' life: the claim's time and
+ * the completion rate must stay flat as the table grows. Bounded by `steadySeconds`; the tables' statistics, then
+ * one ANALYZE, last.
+ */
+const steady = (url: string, poolClass: Run["poolClass"]) =>
+  Effect.gen(function*() {
+    const schema = SchemaName.makeUnsafe(`bench_steady_${runs++}`)
+    const db = yield* DbSession
+    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
+    yield* Migrator.run(schema, [QueueSchema.component])
+    const queue = SchemaName.qualify(schema, "queue")
+    const tables = [queue, SchemaName.qualify(schema, "active_queue_sessions")]
+    for (const table of tables) yield* db.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`)
+    // the counters are read on a connection of their own, not one of the deriver's pool
+    const client = new pg.Client({ connectionString: url })
+    client.on("error", () => {})
+    yield* Effect.promise(() => client.connect())
+    const ask = <Row>(text: string, values: ReadonlyArray<unknown> = []) =>
+      Effect.promise(() => client.query(text, [...values]).then((result) => result.rows as Array<Row>))
+    const server = yield* serverInfo(client)
+    // the statements, found by their text: the calls as the deriver sends them (top level), the statements inside
+    // queue_claim (top level false, track = all) by their opening up to the first WHERE (the server replaces the
+    // constants after it with $n)
+    const { claim, record, recordDone } = Queue.calls(schema)
+    const opening = (text: string) => text.slice(0, text.indexOf("WHERE")).trim()
+    const claimOpening = opening(Queue.claimReadyWithItemsSql(schema))
+    const dueTestOpening = opening(Queue.timedDueSql(schema))
+    const kinds = {
+      claims: { toplevel: false, is: (text: string) => text.startsWith(claimOpening) },
+      dueTest: { toplevel: false, is: (text: string) => text.startsWith(dueTestOpening) },
+      poll: { toplevel: true, is: (text: string) => text === `SELECT work_unit_key, id, items FROM ${claim}` },
+      record: {
+        toplevel: true,
+        is: (text: string) =>
+          text === `SELECT owned, marked FROM ${recordDone}` || text === `SELECT owned, marked FROM ${record}`
+      },
+      along: {
+        toplevel: true,
+        is: (text: string) =>
+          text === Queue.recordAndClaimSql(schema, "done") || text === Queue.recordAndClaimSql(schema)
+      }
+    }
+    /** The rows of `pg_stat_statements` whose text names the schema (`rest`: more of the query after WHERE). */
+    const statementRows = (rest = "") =>
+      ask<{ toplevel: boolean; query: string; calls: number; ms: number; jit: number }>(
+        `SELECT toplevel, query, calls::float8 AS calls, total_exec_time AS ms, jit_functions::float8 AS jit
+         FROM pg_stat_statements WHERE strpos(query, $1) > 0 ${rest}`,
+        [`${SchemaName.quote(schema)}.`]
+      )
+    const read = (done: number, enqueued: number) =>
+      Effect.gen(function*() {
+        const at = now()
+        if (!server.statements) return { at, done, enqueued, server: null } satisfies SteadyReading
+        const rows = yield* statementRows()
+        const sum = (kind: keyof typeof kinds) => {
+          const of = rows.filter((row) => row.toplevel === kinds[kind].toplevel && kinds[kind].is(row.query.trim()))
+          const total = (field: "calls" | "ms" | "jit") => of.reduce((sum, row) => sum + row[field], 0)
+          return { calls: total("calls"), ms: total("ms"), jit: total("jit") }
+        }
+        const claims = sum("claims")
+        const dueTest = sum("dueTest")
+        const poll = sum("poll")
+        const along = sum("along")
+        return {
+          at,
+          done,
+          enqueued,
+          server: {
+            claims: { calls: claims.calls, ms: claims.ms + dueTest.ms },
+            poll,
+            record: sum("record"),
+            along,
+            jitClaim: claims.jit + dueTest.jit + poll.jit + along.jit,
+            jitAll: rows.reduce((sum, row) => sum + row.jit, 0)
+          }
+        } satisfies SteadyReading
+      })
+    const calls = (delta: Counted) =>
+      delta.calls === 0 ? "0" : `${delta.calls.toLocaleString("en")} (${(delta.ms / delta.calls).toFixed(3)})`
+    /** A row of the table: the window from one reading to the next (`label`: the first cell instead of done). */
+    const row = (from: SteadyReading, to: SteadyReading, label?: string) => {
+      const seconds = (to.at - from.at) / 1000
+      const minus = (a: Counted, b: Counted) => ({ calls: a.calls - b.calls, ms: a.ms - b.ms })
+      let counters = "– | – | – | – | – | –"
+      if (to.server !== null && from.server !== null) {
+        const claims = minus(to.server.claims, from.server.claims)
+        counters = `${claims.calls.toLocaleString("en")} | ${
+          claims.calls === 0 ? "–" : (claims.ms / claims.calls).toFixed(3)
+        } | ${calls(minus(to.server.poll, from.server.poll))} | ${
+          calls(minus(to.server.record, from.server.record))
+        } | ${calls(minus(to.server.along, from.server.along))} | ${to.server.jitClaim - from.server.jitClaim} / ${
+          to.server.jitAll - from.server.jitAll
+        }`
+      }
+      return log(
+        `| ${label ?? to.done.toLocaleString("en")} | ${seconds.toFixed(1)} | ${
+          ((to.done - from.done) / seconds).toFixed(0)
+        } | ${((to.enqueued - from.enqueued) / seconds).toFixed(0)} | ${
+          (to.enqueued - to.done).toLocaleString("en")
+        } | ${counters} |`
+      )
+    }
+    const processed = Effect.map(Metric.value(DeriverMetrics.itemsProcessed), (state) => Number(state.count))
+    const processedBefore = yield* processed
+    const config = yield* Effect.orDie(DeriverConfig.make({ workers: 8, ...productionDefaults }))
+    yield* log(
+      `steady (issue #45): PostgreSQL ${server.version}, jit ${server.jit}; ${server.note}. Fresh schema ${schema}, ` +
+        `autovacuum off on queue and active_queue_sessions: no ANALYZE until the end. One deriver, 8 workers, ` +
+        `production defaults, DB_POOL_CLASS=${poolClass}, no-op handler; ${steadyItems.toLocaleString("en")} ` +
+        `single-item units at ${steadyRate}/s (every ${steadyPeriodMillis} ms the items due by then), bound ` +
+        `${steadySeconds} s.\nDone: items recorded processed (the deriver's deriver_items_processed_total). From ` +
+        `pg_stat_statements over each window: claims, the claim's statement inside queue_claim (whichever walk), and ` +
+        `its mean server ms with the function's test for a due timed item; the top-level calls with their mean ` +
+        `server ms: the poller's queue_claim, the workers' record alone and their record that claims along (off ` +
+        `above ${DeriverConfig.claimAlongMaxWorkers} workers); JIT-compiled functions in the claim's rows and in ` +
+        `every statement that names the schema (0 expected).\n`
+    )
+    yield* log(
+      "| jobs done | window s | done/s | enqueued/s | backlog | claims | ms per claim | poll calls | " +
+        "record calls | record+claim calls | JIT functions (claim / all) |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    )
+    const scope = yield* Scope.make()
+    yield* Scope.provide(Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config }), scope)
+    let enqueued = 0
+    const started = now()
+    const deadline = started + steadySeconds * 1000
+    // a fixed schedule: tick k (k periods after the start) brings the total to what is due by then; a late tick
+    // catches up, it does not move the schedule
+    const producer = Effect.gen(function*() {
+      for (let tick = 1; enqueued < steadyItems; tick++) {
+        const wait = started + tick * steadyPeriodMillis - now()
+        if (wait > 0) yield* Effect.sleep(Duration.millis(wait))
+        const from = enqueued
+        const to = Math.min(steadyItems, Math.round((tick * steadyPeriodMillis * steadyRate) / 1000))
+        if (to <= from) continue
+        yield* db.withConnection((c) =>
+          Queue.enqueue(
+            c,
+            schema,
+            Array.from(
+              { length: to - from },
+              (_, i) => ({ workUnitKey: `unit-${from + i}`, taskType: "noop", payload: {} })
+            )
+          )
+        )
+        enqueued = to
+      }
+    })
+    const first = yield* read(0, 0)
+    const fiber = yield* Effect.forkChild(producer)
+    let last = first
+    let done = 0
+    while (done < steadyItems && now() < deadline) {
+      yield* Effect.sleep("20 millis")
+      done = (yield* processed) - processedBefore
+      if (done >= last.done + steadyWindow || done >= steadyItems) {
+        const reading = yield* read(done, enqueued)
+        yield* row(last, reading)
+        last = reading
+      }
+    }
+    yield* Fiber.interrupt(fiber)
+    yield* Scope.close(scope, Exit.void)
+    done = (yield* processed) - processedBefore
+    if (done > last.done) {
+      const reading = yield* read(done, enqueued)
+      yield* row(last, reading)
+      last = reading
+    }
+    yield* row(first, last, `all ${done.toLocaleString("en")}`)
+    if (done < steadyItems) {
+      yield* log(`\ntime bound (${steadySeconds} s) reached: ${done} of ${steadyItems} recorded, ${enqueued} enqueued`)
+    }
+    if (last.server !== null && last.server.claims.calls === first.server?.claims.calls) {
+      yield* log(`\nno row of pg_stat_statements matched the claim inside queue_claim (${server.note})`)
+    }
+    if (server.statements) {
+      const rows = yield* statementRows("AND calls > 1 ORDER BY total_exec_time DESC LIMIT 10")
+      yield* log(
+        "\nthe statements that name the schema, called more than once, by total time\n\n| top level | calls | ms each | JIT functions | text |\n" +
+          "|---|---|---|---|---|\n" +
+          rows.map((r) =>
+            `| ${r.toplevel} | ${r.calls} | ${(r.ms / r.calls).toFixed(3)} | ${r.jit} | ${
+              JSON.stringify(r.query.replace(/\s+/g, " ").slice(0, 100))
+            } |`
+          ).join("\n")
+      )
+    }
+    const [count] = yield* ask<{ processed: number; rows: number }>(
+      `SELECT count(*) FILTER (WHERE processed)::int AS processed, count(*)::int AS rows FROM ${queue}`
+    )
+    yield* log(`\nthe queue: ${count!.processed} of ${count!.rows} rows processed`)
+    // the deriver's backends report their counts to the statistics within a second or so of going idle
+    yield* Effect.sleep("2 seconds")
+    const time = (value: unknown) => value instanceof Date ? value.toISOString() : "–"
+    const statistics = (title: string) =>
+      Effect.gen(function*() {
+        const rows = yield* ask<Record<string, unknown>>(
+          `SELECT relname, n_live_tup, n_dead_tup, last_analyze, last_autoanalyze FROM pg_stat_user_tables
+           WHERE schemaname = $1 AND relname IN ('queue', 'active_queue_sessions') ORDER BY relname`,
+          [schema]
+        )
+        yield* log(
+          `\n${title}\n\n| relname | n_live_tup | n_dead_tup | last_analyze | last_autoanalyze |\n|---|---|---|---|---|\n` +
+            rows.map((r) =>
+              `| ${r.relname} | ${r.n_live_tup} | ${r.n_dead_tup} | ${time(r.last_analyze)} | ${
+                time(r.last_autoanalyze)
+              } |`
+            ).join("\n")
+        )
+      })
+    yield* statistics("pg_stat_user_tables at the end, before any ANALYZE (the plans above never saw statistics)")
+    for (const table of tables) yield* ask(`ANALYZE ${table}`)
+    yield* statistics("after ANALYZE")
+    yield* Effect.promise(() => client.end())
+    yield* db.query(`DROP SCHEMA ${SchemaName.quote(schema)} CASCADE`)
+  })
+
 const program = Effect.gen(function*() {
   const scope = yield* Scope.make()
   let url = process.env.DATABASE_URL
   if (url === undefined || url === "") {
     yield* log("starting an embedded PostgreSQL cluster…")
-    url = (yield* Scope.provide(Cluster.start({ maxConnections: 100 }), scope)).url
+    // pg_stat_statements (statements inside functions too) only for part `steady`: the other parts' figures are
+    // measured without its work on every statement
+    const statements = parts.has("steady")
+      ? { preload: ["pg_stat_statements"], settings: { "pg_stat_statements.track": "all" } }
+      : {}
+    url = (yield* Scope.provide(Cluster.start({ maxConnections: 100, ...statements }), scope)).url
   }
   const dbUrl = url
   const claim = parts.has("claim")
@@ -580,32 +884,37 @@ const program = Effect.gen(function*() {
     yield* log(`| claim execution time, partial index (p95 of 20) | ${fmt(percentile(claim.withIndex, 0.95))} |`)
     yield* log(`| claim execution time without the index (median of 5) | ${fmt(median(claim.withoutIndex))} |`)
   }
-  yield* log(
-    "\nno-op throughput (defaults = production defaults: base 1 s, max 30 s, jitter 0.5, batch 20, startup" +
-      " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed ahead of a free worker, 0 = the default)\n"
-  )
-  yield* log(
-    "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |\n" +
-      "|---|---|---|---|---|---|---|---|---|"
-  )
-  for (const run of results) {
-    const rate = run.items / run.seconds
+  // the tables of the parts that ran
+  if (parts.has("throughput")) {
     yield* log(
-      `| ${run.label} | ${run.prefetch} | ${run.poolClass} | ${run.workers} | ${run.unitSize} | ${run.items} | ${
-        run.seconds.toFixed(2)
-      } | ${rate.toFixed(0)} | ${(rate / run.unitSize).toFixed(0)} |`
+      "\nno-op throughput (defaults = production defaults: base 1 s, max 30 s, jitter 0.5, batch 20, startup" +
+        " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed ahead of a free worker, 0 = the default)\n"
     )
+    yield* log(
+      "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |\n" +
+        "|---|---|---|---|---|---|---|---|---|"
+    )
+    for (const run of results) {
+      const rate = run.items / run.seconds
+      yield* log(
+        `| ${run.label} | ${run.prefetch} | ${run.poolClass} | ${run.workers} | ${run.unitSize} | ${run.items} | ${
+          run.seconds.toFixed(2)
+        } | ${rate.toFixed(0)} | ${(rate / run.unitSize).toFixed(0)} |`
+      )
+    }
   }
-  yield* log(`\nunit arriving while all 8 workers are busy (defaults, ${latencyRounds} rounds)\n`)
-  yield* log(
-    "| DB_POOL_CLASS | worker freed → probe starts (median / max) | probe enqueued → starts (median) |\n|---|---|---|"
-  )
-  for (const { arrivalToStart, freeToStart, poolClass } of latencies) {
+  if (parts.has("latency")) {
+    yield* log(`\nunit arriving while all 8 workers are busy (defaults, ${latencyRounds} rounds)\n`)
     yield* log(
-      `| ${poolClass} | ${fmt(median(freeToStart))} / ${fmt(Math.max(...freeToStart))} | ${
-        fmt(median(arrivalToStart))
-      } (100 ms of it waiting for the worker) |`
+      "| DB_POOL_CLASS | worker freed → probe starts (median / max) | probe enqueued → starts (median) |\n|---|---|---|"
     )
+    for (const { arrivalToStart, freeToStart, poolClass } of latencies) {
+      yield* log(
+        `| ${poolClass} | ${fmt(median(freeToStart))} / ${fmt(Math.max(...freeToStart))} | ${
+          fmt(median(arrivalToStart))
+        } (100 ms of it waiting for the worker) |`
+      )
+    }
   }
   if (bare.length > 0) {
     yield* log(
@@ -618,6 +927,12 @@ const program = Effect.gen(function*() {
           fmt(run.recordMillis)
         } | ${fmt(run.roundTripMillis)} |`
       )
+    }
+  }
+  if (parts.has("steady")) {
+    for (const poolClass of pools) {
+      yield* log("")
+      yield* steady(dbUrl, poolClass).pipe(Effect.provide(session(dbUrl, poolClass)))
     }
   }
   yield* Scope.close(scope, Exit.void)
