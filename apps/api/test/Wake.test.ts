@@ -55,6 +55,16 @@ const post = (api: TestServer, token: string, content: string, key?: string) =>
     return { status: response.status, text: await response.text(), millis: performance.now() - startedAt }
   })
 
+/** Waits until the target has received `n` requests (polled, with a 5 s deadline: not a time to wait out). */
+const received = (t: { readonly bodies: ReadonlyArray<string> }, n: number) =>
+  Effect.gen(function*() {
+    const deadline = performance.now() + 5_000
+    while (t.bodies.length < n) {
+      if (performance.now() > deadline) return yield* Effect.die(new Error(`${t.bodies.length} of ${n} wakes in 5 s`))
+      yield* Effect.sleep("5 millis")
+    }
+  })
+
 const settings = (url: string, schema: string, timeout = Duration.millis(300)) =>
   Effect.orDie(WakeSender.settings({ url, schema, timeout }))
 
@@ -70,14 +80,15 @@ describe("apps/api wakes its deriver", () => {
         assert.deepStrictEqual(deriver.bodies, [], "creating a workspace enqueues nothing")
         const first = yield* post(api, token, "hello", "k1")
         assert.strictEqual(first.status, 201, first.text)
-        yield* Effect.sleep("200 millis")
+        yield* received(deriver, 1)
         assert.deepStrictEqual(deriver.bodies, [JSON.stringify({ schema })])
         const replay = yield* post(api, token, "hello", "k1")
         assert.strictEqual(replay.status, 201, replay.text)
+        // an absence has no event to wait for: a window in which a wake would have arrived (one arrives in a few ms)
         yield* Effect.sleep("200 millis")
         assert.strictEqual(deriver.bodies.length, 1, "a replay enqueued nothing: no wake")
         yield* post(api, token, "again")
-        yield* Effect.sleep("200 millis")
+        yield* received(deriver, 2)
         assert.strictEqual(deriver.bodies.length, 2)
       }).pipe(Effect.scoped))
 
