@@ -8,12 +8,18 @@
  *
  *   npm run bench:retries -w @resilience/deriver
  *
+ * With `BENCH_FLAKY_MAX` (say 3) it measures retries at their time instead (issue #47): `BENCH_ITEMS` items (say 300),
+ * each its own unit, item i failing transiently `i mod (BENCH_FLAKY_MAX + 1)` times, under a policy of
+ * `BENCH_RETRY_BASE_MS` (20) and `BENCH_RETRY_CAP_MS` (200), `BENCH_WORKERS` (4); prints the time to process them all
+ * and, per retried item, how long it took from its first run to its success against the sum of its backoffs (the
+ * times its retries were scheduled for, read from the queue as each run starts), and how late each retry ran.
+ *
  * Uses DATABASE_URL when set; otherwise starts a throw-away embedded PostgreSQL cluster.
  */
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { Effect, Exit, Logger, Scope } from "effect"
+import { Clock, Effect, Exit, Logger, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
@@ -26,6 +32,97 @@ const bucketSeconds = Number(process.env.BENCH_BUCKET_SECONDS ?? 5)
 const maxSeconds = Number(process.env.BENCH_MAX_SECONDS ?? 600)
 
 const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
+
+const flakyMax = process.env.BENCH_FLAKY_MAX === undefined ? undefined : Number(process.env.BENCH_FLAKY_MAX)
+
+const percentile = (values: ReadonlyArray<number>, p: number) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0
+}
+
+/** Retries at their time: items failing 0..flakyMax times with millisecond backoffs (see the header). */
+const flaky = (flakyMax: number) =>
+  Effect.gen(function*() {
+    const schema = SchemaName.makeUnsafe("bench_retries_flaky")
+    const db = yield* DbSession
+    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
+    yield* Migrator.run(schema, [QueueSchema.component])
+    yield* db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))
+      )
+    )
+    /** Per item: when each run started, the time it was scheduled for (null: the first run). */
+    const runs = new Map<string, Array<{ readonly at: number; readonly runAt: number | null }>>()
+    const base = Handlers.make({
+      call: (item) =>
+        Effect.gen(function*() {
+          const at = yield* Clock.currentTimeMillis
+          const [row] = yield* db.query<{ run_at: number | null }>(
+            `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at FROM ${
+              SchemaName.qualify(schema, "queue")
+            } WHERE id = $1`,
+            [item.id]
+          ).pipe(Effect.orDie)
+          const list = runs.get(item.id) ?? []
+          list.push({ at, runAt: row?.run_at ?? null })
+          runs.set(item.id, list)
+          const failures = (item.payload as { i: number }).i % (flakyMax + 1)
+          if ((item.attempts ?? 0) < failures) return yield* new Handlers.Retry({ reason: "downstream answered 503" })
+        })
+    })
+    const baseMillis = Number(process.env.BENCH_RETRY_BASE_MS ?? 20)
+    const capMillis = Number(process.env.BENCH_RETRY_CAP_MS ?? 200)
+    const handlers = yield* Handlers.withRetries(base, "call", {
+      maxAttempts: flakyMax + 2,
+      base: baseMillis,
+      cap: capMillis
+    })
+    const config = yield* DeriverConfig.make({
+      pollingStartupJitterSeconds: 0,
+      workers: Number(process.env.BENCH_WORKERS ?? 4)
+    })
+    const deriverScope = yield* Scope.make()
+    const started = yield* Clock.currentTimeMillis
+    yield* Scope.provide(Deriver.start({ schema, handlers, config }), deriverScope)
+    let processed = 0
+    while ((yield* Clock.currentTimeMillis) - started < maxSeconds * 1000) {
+      yield* Effect.sleep("50 millis")
+      const [row] = yield* db.query<{ n: number }>(
+        `SELECT count(*) FILTER (WHERE processed)::int AS n FROM ${SchemaName.qualify(schema, "queue")}`
+      )
+      processed = row?.n ?? 0
+      if (processed >= items) break
+    }
+    const seconds = ((yield* Clock.currentTimeMillis) - started) / 1000
+    yield* Scope.close(deriverScope, Exit.void)
+    const ratios: Array<number> = []
+    const late: Array<number> = []
+    let backoffSum = 0
+    for (const list of runs.values()) {
+      const retries = list.slice(1)
+      if (retries.length === 0) continue
+      const backoffs = retries.reduce((sum, run, k) => sum + (run.runAt ?? run.at) - list[k]!.at, 0)
+      backoffSum += backoffs
+      ratios.push((list.at(-1)!.at - list[0]!.at) / Math.max(1, backoffs))
+      for (const run of retries) late.push(run.at - (run.runAt ?? run.at))
+    }
+    yield* log(
+      `\n${items} items, item i failing i mod ${
+        flakyMax + 1
+      } times; retry policy base ${baseMillis} ms, cap ${capMillis} ms; ` +
+        `production deriver defaults (workers ${config.workers})\n` +
+        `all processed: ${processed === items} (${processed} of ${items}) in ${seconds.toFixed(1)} s; ` +
+        `${late.length} retries, their backoffs summing to ${(backoffSum / 1000).toFixed(1)} s\n` +
+        `per retried item, (success − first run) ÷ its backoffs: p50 ${percentile(ratios, 50).toFixed(2)}, ` +
+        `p90 ${percentile(ratios, 90).toFixed(2)}, max ${percentile(ratios, 100).toFixed(2)}\n` +
+        `a retry's run after its time: p50 ${percentile(late, 50).toFixed(0)} ms, p99 ${
+          percentile(late, 99).toFixed(0)
+        } ms, max ${percentile(late, 100).toFixed(0)} ms`
+    )
+  })
 
 const program = Effect.gen(function*() {
   const scope = yield* Scope.make()
@@ -42,7 +139,7 @@ const program = Effect.gen(function*() {
     driver: "pg",
     applicationName: "bench-retries"
   })
-  yield* Effect.gen(function*() {
+  yield* (flakyMax !== undefined ? flaky(flakyMax) : Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_retries")
     const db = yield* DbSession
     yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
@@ -127,7 +224,7 @@ const program = Effect.gen(function*() {
         `succeeded once each: ${successes.size === items && twice === 0} (${successes.size} items, ${twice} twice); ` +
         `retries scheduled ${retries} (${(retries / items).toFixed(2)} per item), peak ${peak.toFixed(0)}/s`
     )
-  }).pipe(Effect.provide(session))
+  })).pipe(Effect.provide(session))
   yield* Scope.close(scope, Exit.void)
 })
 

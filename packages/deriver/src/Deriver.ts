@@ -15,7 +15,7 @@ import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import type { SchemaName } from "@resilience/schema"
-import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
+import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -23,6 +23,7 @@ import * as CheckoutGate from "./CheckoutGate.ts"
 import * as ConditionLog from "./ConditionLog.ts"
 import type * as DeriverConfig from "./DeriverConfig.ts"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
+import * as DueWake from "./DueWake.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
 import * as LoopLag from "./LoopLag.ts"
@@ -71,6 +72,8 @@ interface Shared<R> {
   readonly gate: CheckoutGate.CheckoutGate
   /** The session handlers see: every checkout they make through `DbSession` goes through {@link gate}. */
   readonly handlerSession: DbSession["Service"]
+  /** Wakes the loop when a retry this deriver recorded comes due. */
+  readonly dueWake: DueWake.DueWake
 }
 
 /**
@@ -422,8 +425,18 @@ const recordBatch = <R>(
       return undefined
     }
     yield* recordedMetrics(ctx, unit, outcomes)
+    if (recorded.success.recorded.owned) yield* wakeWhenDue(ctx, outcomes)
     return { ...recorded.success.recorded, next: recorded.success.claimed }
   })
+
+/**
+ * A recorded retry is due at a time this deriver knows: its loop wakes then ({@link DueWake}) instead of leaving
+ * the item to its schedule's next poll. The earliest retry of the batch is enough: its unit waits for it.
+ */
+const wakeWhenDue = <R>(ctx: Shared<R>, outcomes: ReadonlyArray<Queue.Outcome>) => {
+  const times = outcomes.flatMap(({ retryAt }) => retryAt === undefined ? [] : [retryAt])
+  return times.length === 0 ? Effect.void : ctx.dueWake.at(Math.min(...times))
+}
 
 /** The metrics and logs of recorded outcomes: processed, failed, retries scheduled, dead letters, attempts. */
 const recordedMetrics = <R>(ctx: Shared<R>, unit: string, outcomes: ReadonlyArray<Queue.Outcome>) =>
@@ -598,6 +611,9 @@ const releaseAll = <R>(ctx: Shared<R>) =>
 // ---------------------------------------------------------------------------------------------------------
 // Wiring
 
+/** The largest delay after a retry's time before its wake (DueWake's spread; at least the wakes' minimum interval). */
+const dueSpreadMillis = 50
+
 /** The gate's reading of a checkout without overload handling: an answer, or nothing (interrupted). */
 const fixedCap = (exit: Exit.Exit<unknown, unknown>): Outcome.Outcome =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? "Ignored" : "Answered"
@@ -620,7 +636,14 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       // connection attempts stays on, so attempts during an outage follow one schedule per process either way
       classify: config.overloadEnabled ? undefined : fixedCap
     })
+    // the loop starts after the context it runs with: its wake reaches the due times' timer through this
+    const started = yield* Deferred.make<PollLoop.PollLoop>()
+    const dueWake = yield* DueWake.make(Effect.flatMap(Deferred.await(started), (loop) => loop.wake), {
+      floorMillis: config.wakeMinIntervalMillis,
+      spreadMillis: Math.max(config.wakeMinIntervalMillis, dueSpreadMillis)
+    })
     const ctx: Shared<R> = {
+      dueWake,
       session,
       schema,
       handlers,
@@ -654,6 +677,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         observer: options.observer
       }
     )
+    yield* Deferred.succeed(started, loop)
     yield* Effect.logInfo("deriver started").pipe(
       Effect.annotateLogs({ schema, owner: ctx.owner, workers: config.workers })
     )

@@ -79,6 +79,48 @@ const lateBound = 200 * 1.5 + 100
 
 layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
   it.effect(
+    "a retry runs at its time, not at the schedule's next poll: the deriver wakes itself when the retry is due (DueWake)",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* freshSchema
+        const runs: Array<{ readonly at: number; readonly runAt: number | null }> = []
+        const base = Handlers.make({
+          work: (item) =>
+            Effect.gen(function*() {
+              const [row] = yield* DbSession.use((db) =>
+                db.query<{ run_at: number | null }>(
+                  `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at
+                 FROM ${SchemaName.qualify(schema, "queue")} WHERE id = $1`,
+                  [item.id]
+                )
+              ).pipe(Effect.orDie)
+              runs.push({ at: yield* Clock.currentTimeMillis, runAt: row?.run_at ?? null })
+              if ((item.attempts ?? 0) === 0) return yield* new Handlers.Retry({ reason: "provider answered 503" })
+            })
+        })
+        const handlers = yield* Handlers.withRetries(base, "work", { maxAttempts: 3, base: 200, cap: 200 })
+        yield* enqueue(schema, [{ workUnitKey: "u", taskType: "work", payload: {} }])
+        // The schedule alone would poll again 10 s after the claim (no jitter); the retry is due within 200 ms.
+        const config = yield* testConfig({
+          workers: 1,
+          pollingSleepIntervalSeconds: 10,
+          pollingSleepMaxIntervalSeconds: 30,
+          pollingJitterRatio: 0
+        })
+        const scope = yield* Scope.make()
+        yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+        yield* advanceUntil(allProcessed(schema), 10, 5_000)
+        yield* Scope.close(scope, Exit.void)
+        assert.strictEqual(runs.length, 2)
+        const retry = runs[1]!
+        // no earlier than its time; after it, within the wake's floor and spread (50 + 50 ms) and a claim's round trip
+        assert.isAtLeast(retry.at, retry.runAt!)
+        assert.isAtMost(retry.at, retry.runAt! + 100 + 100, `ran ${retry.at - retry.runAt!} ms after its time`)
+      }),
+    120_000
+  )
+
+  it.effect(
     "a transient failure three times, then success: processed once after three retries spaced by the backoff, its unit's later items after it",
     () =>
       Effect.gen(function*() {
