@@ -202,6 +202,18 @@ export const settle = (state: State, policy: Policy, settled: Settled): State =>
 export const abandon = (state: State): State => state.probing ? { ...state, probing: false } : state
 
 /**
+ * Evidence that the database answers, from outside the circuit's own attempts (a write another process committed,
+ * such as the one whose wake reached a deriver): an open circuit lets its next caller probe at once instead of
+ * at the end of its window. Half-open and closed circuits are left as they are. The caller bounds how often it
+ * gives evidence: each one can let one probe through.
+ *
+ * @category transitions
+ * @since 0.3.0
+ */
+export const evidence = (state: State): State =>
+  state.phase === "Open" ? { ...state, phase: "HalfOpen", probing: false } : state
+
+/**
  * The nominal open windows in order, for documentation and tests: base, ×multiplier, … capped (`count` of them).
  *
  * @category getters

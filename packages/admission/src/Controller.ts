@@ -223,6 +223,13 @@ export interface Controller {
     attempt: Effect.Effect<A, E, R>,
     held: Held<E2>
   ) => Effect.Effect<A, E | E2, R>
+  /**
+   * Evidence that the database answers ({@link Breaker.evidence}): an open circuit lets its next attempt probe at
+   * once, and attempts waiting for its window look again. Whether it was open.
+   *
+   * @since 0.3.0
+   */
+  readonly evidence: Effect.Effect<boolean>
   /** The state now. */
   readonly state: Effect.Effect<State>
   /** Operations holding a permit now. */
@@ -457,10 +464,17 @@ export const make = (options: Options): Effect.Effect<Controller> =>
         })
       )
 
+    const evidence = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.suspend(() => {
+        const circuit = Breaker.evidence(state.circuit)
+        return circuit === state.circuit ? Effect.succeed(false) : Effect.as(commit({ ...state, circuit }, now), true)
+      }))
+
     return {
       gate: options.gate,
       admit,
       attempt,
+      evidence,
       state: Effect.sync(() => state),
       inFlight: Effect.sync(() => inFlight)
     } satisfies Controller

@@ -44,6 +44,23 @@ describe("Breaker (pure)", () => {
     assert.strictEqual(Breaker.enter(Breaker.enter(state, 10, true)[1], 10, true)[0], "shed", "still one at a time")
   })
 
+  it("evidence from outside lets an open circuit's next caller probe at once; half-open and closed stay", () => {
+    const open = tripped(0)
+    assert.strictEqual(open.phase, "Open")
+    assert.strictEqual(Breaker.enter(open, 10)[0], "shed", "in its window")
+    const evidenced = Breaker.evidence(open)
+    assert.deepStrictEqual(Breaker.enter(evidenced, 10)[0], "probe")
+    const [, probing] = Breaker.enter(evidenced, 10)
+    assert.strictEqual(Breaker.enter(probing, 10)[0], "shed", "still one probe at a time")
+    assert.strictEqual(Breaker.evidence(probing), probing, "half-open: unchanged")
+    const closed = Breaker.initial(policy)
+    assert.strictEqual(Breaker.evidence(closed), closed, "closed: unchanged")
+    // a failed probe opens the next window, as any probe's failure does
+    const reopened = Breaker.settle(probing, policy, { outcome: "Unavailable", probe: true, now: 20, draw: () => 0 })
+    assert.strictEqual(reopened.phase, "Open")
+    assert.strictEqual(reopened.failedProbes, 1)
+  })
+
   it("a probe that told nothing, or gave up, lets the next caller probe", () => {
     const [, probing] = Breaker.enter(tripped(0), 500)
     assert.strictEqual(

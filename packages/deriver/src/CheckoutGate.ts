@@ -86,6 +86,15 @@ export interface CheckoutGate {
   ) => Effect.Effect<A, E | GateFull, R>
   /** Whether the poll could make no attempt now (the circuit's probe is running). */
   readonly blocked: Effect.Effect<boolean>
+  /**
+   * Evidence that the database answers (a committed write woke this deriver): an open circuit lets its next
+   * attempt probe at once, and checkouts waiting for its window look again, so work resumes with the first write
+   * after an outage instead of at the circuit's next window. Honoured at most once per base poll interval
+   * (1 s by default): each can let one attempt through. Whether it was honoured.
+   *
+   * @since 0.3.0
+   */
+  readonly evidence: Effect.Effect<boolean>
   /** The limit and the circuit now, for observers and tests. */
   readonly state: Effect.Effect<Controller.State>
 }
@@ -158,9 +167,21 @@ export const make = (options: {
         { wait: { millis: 0, orElse: () => new GateFull() }, classify }
       )
 
+    /** When evidence was last honoured. */
+    let evidencedAt = Number.NEGATIVE_INFINITY
+    const evidence = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.suspend(() => {
+        if (now - evidencedAt < options.backoff.baseMillis) return Effect.succeed(false)
+        return Effect.tap(controller.evidence, (opened) =>
+          Effect.sync(() => {
+            if (opened) evidencedAt = now
+          }))
+      }))
+
     return {
       run,
       runNow,
+      evidence,
       blocked: Effect.flatMap(controller.state, (state) =>
         Effect.map(Clock.currentTimeMillis, (at) => Controller.blocked(state, at))),
       state: controller.state

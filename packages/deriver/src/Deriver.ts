@@ -678,10 +678,16 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       }
     )
     yield* Deferred.succeed(started, loop)
+    // A wake is a committed write: evidence that the database answers, for the checkout gate's circuit as for
+    // the poll's schedule (a retry's timer, above, is no such evidence and wakes the loop alone).
+    const wake = Effect.tap(
+      loop.wake,
+      (decision) => decision === "pollNow" || decision === "oneMoreAfter" ? gate.evidence : Effect.void
+    )
     yield* Effect.logInfo("deriver started").pipe(
       Effect.annotateLogs({ schema, owner: ctx.owner, workers: config.workers })
     )
-    return { ...loop, schema, owner: ctx.owner }
+    return { ...loop, wake, schema, owner: ctx.owner }
   })
 
 /**

@@ -210,6 +210,45 @@ describe("CheckoutGate (TestClock)", () => {
       assert.strictEqual(exits.filter(Exit.isSuccess).length, 2, "the two still waiting ran once it closed")
       assert.strictEqual(yield* Ref.get(runs), 6)
     }))
+
+  it.effect("evidence (a committed write woke the deriver) lets a waiting worker probe at once, at most once per base interval", () =>
+    Effect.gen(function*() {
+      const gate = yield* CheckoutGate.make({ maxLimit: 3, backoff: { ...backoff, baseMillis: 1000 } })
+      const healthy = yield* Ref.make(false)
+      const runs = yield* Ref.make(0)
+      const checkout = Effect.flatMap(
+        Effect.service(ConnectGuard.ConnectGuard),
+        (guard) =>
+          guard.attempt(Effect.gen(function*() {
+            yield* Ref.update(runs, (n) => n + 1)
+            if (!(yield* Ref.get(healthy))) return yield* refused
+            return connection
+          }))
+      )
+      for (let i = 0; i < 2; i++) yield* Effect.exit(gate.run(checkout)) // trips: open until 1 s
+      // the database stays down: evidence lets one waiting worker probe now, and it fails (open until 100 + 2 s)
+      const first = yield* Effect.forkChild(Effect.exit(gate.run(checkout)))
+      yield* TestClock.adjust(100)
+      assert.strictEqual(yield* Ref.get(runs), 2, "waiting for the window")
+      assert.isTrue(yield* gate.evidence)
+      yield* TestClock.adjust(0)
+      assert.strictEqual(yield* Ref.get(runs), 3, "the waiting worker probed at once")
+      assert.isTrue(Exit.isFailure(yield* Fiber.join(first)), "its probe failed: the next window opens")
+      const second = yield* Effect.forkChild(Effect.exit(gate.run(checkout)))
+      // more evidence within the base interval is not honoured: no attempt
+      yield* TestClock.adjust(500)
+      assert.isFalse(yield* gate.evidence)
+      yield* TestClock.adjust(0)
+      assert.strictEqual(yield* Ref.get(runs), 3)
+      // the database is back; the next evidence, a base interval after the last, lets the worker through
+      yield* Ref.set(healthy, true)
+      yield* TestClock.adjust(500)
+      assert.isTrue(yield* gate.evidence)
+      assert.isTrue(Exit.isSuccess(yield* Fiber.join(second)))
+      assert.strictEqual((yield* gate.state).circuit.phase, "Closed")
+      assert.strictEqual(yield* Ref.get(runs), 4, "one attempt per honoured evidence")
+      assert.isFalse(yield* gate.evidence, "closed: nothing to do")
+    }))
 })
 
 /**
