@@ -33,6 +33,22 @@ const maxSeconds = Number(process.env.BENCH_MAX_SECONDS ?? 600)
 
 const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 
+/** A fresh queue schema with `items` single-item units of task type `call`; the session. */
+const freshQueue = (schema: SchemaName.SchemaName) =>
+  Effect.gen(function*() {
+    const db = yield* DbSession
+    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
+    yield* Migrator.run(schema, [QueueSchema.component])
+    yield* db.withConnection((c) =>
+      Queue.enqueue(
+        c,
+        schema,
+        Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))
+      )
+    )
+    return db
+  })
+
 const flakyMax = process.env.BENCH_FLAKY_MAX === undefined ? undefined : Number(process.env.BENCH_FLAKY_MAX)
 
 const percentile = (values: ReadonlyArray<number>, p: number) => {
@@ -44,16 +60,7 @@ const percentile = (values: ReadonlyArray<number>, p: number) => {
 const flaky = (flakyMax: number) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_retries_flaky")
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
-    yield* db.withConnection((c) =>
-      Queue.enqueue(
-        c,
-        schema,
-        Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))
-      )
-    )
+    const db = yield* freshQueue(schema)
     /** Per item: when each run started, the time it was scheduled for (null: the first run). */
     const runs = new Map<string, Array<{ readonly at: number; readonly runAt: number | null }>>()
     const base = Handlers.make({
@@ -141,16 +148,7 @@ const program = Effect.gen(function*() {
   })
   yield* (flakyMax !== undefined ? flaky(flakyMax) : Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_retries")
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
-    yield* db.withConnection((c) =>
-      Queue.enqueue(
-        c,
-        schema,
-        Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))
-      )
-    )
+    const db = yield* freshQueue(schema)
     const buckets: Array<{ runs: number; retries: number; successes: number }> = []
     const bucket = (at: number) => {
       const index = Math.floor((at - started) / 1000 / bucketSeconds)

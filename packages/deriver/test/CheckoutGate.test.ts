@@ -174,22 +174,30 @@ const connection: Driver.RawConnection = {
   invalidate: () => {}
 }
 
+/**
+ * A checkout that opens a connection (as the null pool does): its attempt goes through the guard in context, is
+ * counted in `runs`, and is refused until `healthy`.
+ */
+const scripted = Effect.gen(function*() {
+  const healthy = yield* Ref.make(false)
+  const runs = yield* Ref.make(0)
+  const checkout = Effect.flatMap(
+    Effect.service(ConnectGuard.ConnectGuard),
+    (guard) =>
+      guard.attempt(Effect.gen(function*() {
+        yield* Ref.update(runs, (n) => n + 1)
+        if (!(yield* Ref.get(healthy))) return yield* refused
+        return connection
+      }))
+  )
+  return { checkout, healthy, runs }
+})
+
 describe("CheckoutGate (TestClock)", () => {
   it.effect("workers wait out the window and one probes; the poll probes early; an answer lets everyone go", () =>
     Effect.gen(function*() {
       const gate = yield* CheckoutGate.make({ maxLimit: 3, backoff })
-      const healthy = yield* Ref.make(false)
-      const runs = yield* Ref.make(0)
-      // A checkout that opens a connection (as the null pool does): its attempt goes through the guard in context.
-      const checkout = Effect.flatMap(
-        Effect.service(ConnectGuard.ConnectGuard),
-        (guard) =>
-          guard.attempt(Effect.gen(function*() {
-            yield* Ref.update(runs, (n) => n + 1)
-            if (!(yield* Ref.get(healthy))) return yield* refused
-            return connection
-          }))
-      )
+      const { checkout, healthy, runs } = yield* scripted
       for (let i = 0; i < 2; i++) yield* Effect.exit(gate.run(checkout)) // trips: open until 1 s
       assert.strictEqual((yield* gate.state).circuit.phase, "Open")
       const workers = yield* Effect.forkChild(
@@ -213,18 +221,8 @@ describe("CheckoutGate (TestClock)", () => {
 
   it.effect("evidence (a committed write woke the deriver) lets a waiting worker probe at once, at most once per base interval", () =>
     Effect.gen(function*() {
-      const gate = yield* CheckoutGate.make({ maxLimit: 3, backoff: { ...backoff, baseMillis: 1000 } })
-      const healthy = yield* Ref.make(false)
-      const runs = yield* Ref.make(0)
-      const checkout = Effect.flatMap(
-        Effect.service(ConnectGuard.ConnectGuard),
-        (guard) =>
-          guard.attempt(Effect.gen(function*() {
-            yield* Ref.update(runs, (n) => n + 1)
-            if (!(yield* Ref.get(healthy))) return yield* refused
-            return connection
-          }))
-      )
+      const gate = yield* CheckoutGate.make({ maxLimit: 3, backoff })
+      const { checkout, healthy, runs } = yield* scripted
       for (let i = 0; i < 2; i++) yield* Effect.exit(gate.run(checkout)) // trips: open until 1 s
       // the database stays down: evidence lets one waiting worker probe now, and it fails (open until 100 + 2 s)
       const first = yield* Effect.forkChild(Effect.exit(gate.run(checkout)))

@@ -460,7 +460,9 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       const pagesOf = (connection: Connection, call: string) =>
         Effect.gen(function*() {
           yield* connection.query("BEGIN")
-          const rows = yield* connection.query<{ "QUERY PLAN": ReadonlyArray<{ Plan: { "Shared Hit Blocks": number; "Shared Read Blocks": number } }> }>(
+          const rows = yield* connection.query<
+            { "QUERY PLAN": ReadonlyArray<{ Plan: { "Shared Hit Blocks": number; "Shared Read Blocks": number } }> }
+          >(
             `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM ${call}`
           )
           yield* connection.query("ROLLBACK")

@@ -65,6 +65,17 @@ const rowsOf = (schema: SchemaName.SchemaName) =>
     )
   )
 
+/** The time an item's run was scheduled for (its `run_at`, epoch ms; null: never retried or delayed). */
+const scheduledFor = (schema: SchemaName.SchemaName, id: string) =>
+  DbSession.use((db) =>
+    db.query<{ run_at: number | null }>(
+      `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at FROM ${
+        SchemaName.qualify(schema, "queue")
+      } WHERE id = $1`,
+      [id]
+    )
+  ).pipe(Effect.map((rows) => rows[0]?.run_at ?? null), Effect.orDie)
+
 const allProcessed = (schema: SchemaName.SchemaName) =>
   Effect.map(rowsOf(schema), (rows) => rows.every((row) => row.processed))
 
@@ -87,14 +98,8 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         const base = Handlers.make({
           work: (item) =>
             Effect.gen(function*() {
-              const [row] = yield* DbSession.use((db) =>
-                db.query<{ run_at: number | null }>(
-                  `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at
-                 FROM ${SchemaName.qualify(schema, "queue")} WHERE id = $1`,
-                  [item.id]
-                )
-              ).pipe(Effect.orDie)
-              runs.push({ at: yield* Clock.currentTimeMillis, runAt: row?.run_at ?? null })
+              const runAt = yield* scheduledFor(schema, item.id)
+              runs.push({ at: yield* Clock.currentTimeMillis, runAt })
               if ((item.attempts ?? 0) === 0) return yield* new Handlers.Retry({ reason: "provider answered 503" })
             })
         })
@@ -131,14 +136,8 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           work: (item) =>
             Effect.gen(function*() {
               const kind = (item.payload as { kind: string }).kind
-              const [row] = yield* DbSession.use((db) =>
-                db.query<{ run_at: number | null }>(
-                  `SELECT (extract(epoch FROM run_at) * 1000)::float8 AS run_at
-                 FROM ${SchemaName.qualify(schema, "queue")} WHERE id = $1`,
-                  [item.id]
-                )
-              ).pipe(Effect.orDie)
-              runs.push({ kind, at: yield* Clock.currentTimeMillis, runAt: row?.run_at ?? null })
+              const runAt = yield* scheduledFor(schema, item.id)
+              runs.push({ kind, at: yield* Clock.currentTimeMillis, runAt })
               if (kind === "flaky" && (item.attempts ?? 0) < 3) {
                 return yield* new Handlers.Retry({
                   reason: `provider answered 503 (attempt ${(item.attempts ?? 0) + 1})`
