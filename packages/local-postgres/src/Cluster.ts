@@ -5,7 +5,7 @@
  */
 import { Effect } from "effect"
 import { execFile, spawnSync } from "node:child_process"
-import { createHash } from "node:crypto"
+import { createHash, randomInt } from "node:crypto"
 import { chownSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { arch, platform } from "node:os"
@@ -61,14 +61,41 @@ export interface Options {
 export const urlFor = (cluster: Omit<Cluster, "url">, database: string): string =>
   `postgres://${cluster.user}:${encodeURIComponent(cluster.password)}@${cluster.host}:${cluster.port}/${database}`
 
-/** A TCP port on loopback that nothing listens on at the moment of asking. */
-export const freePort: Effect.Effect<number> = Effect.callback<number>((resume) => {
-  const server = createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
+/**
+ * The first port of the kernel's ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`; 32768 where it cannot be
+ * read): outgoing connections take their local port from that range, and a socket that uses one (or lingers in
+ * TIME_WAIT on it) keeps a server from binding it. A server that stops and starts again on its port (a restart, a
+ * Patroni member rejoining) must not have been given one.
+ */
+const ephemeralFloor = (): number => {
+  try {
+    const first = Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0])
+    return Number.isInteger(first) && first > 10_000 ? first : 32_768
+  } catch {
+    return 32_768
+  }
+}
+
+/** Whether a listener can bind `port` on loopback now. */
+const bindable = (port: number): Effect.Effect<boolean> =>
+  Effect.callback<boolean>((resume) => {
+    const server = createServer()
+    server.once("error", () => resume(Effect.succeed(false)))
+    server.listen(port, "127.0.0.1", () => server.close(() => resume(Effect.succeed(true))))
   })
+
+/**
+ * A TCP port on loopback that nothing listens on at the moment of asking, below the ephemeral range (see
+ * {@link ephemeralFloor}), from 10000 up, drawn at random so that processes asking at once rarely draw the same.
+ */
+export const freePort: Effect.Effect<number> = Effect.gen(function*() {
+  const floor = ephemeralFloor()
+  for (let tries = 0; tries < 100; tries++) {
+    // the process's own entropy, not Effect's `Random`: a test's seeded one would draw the same ports in every process
+    const port = randomInt(10_000, floor)
+    if (yield* bindable(port)) return port
+  }
+  return yield* Effect.die(new Error(`no free port on 127.0.0.1 between 10000 and ${floor} after 100 draws`))
 })
 
 /**
