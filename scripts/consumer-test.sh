@@ -7,7 +7,7 @@
 #   2. scripts/consumer/http.ts: a node:http handler mapping DatabaseUnavailable to 503 + Retry-After (api-errors);
 #   3. scripts/consumer/client.ts: the published client against our API (started from this workspace).
 # Before that, what npm would publish from those same tarballs: `npm publish --dry-run` of each, printed, and its
-# manifest against its files and the workspace (packages/release-check/src/bin/publish-check.ts: every `exports`,
+# manifest against its files and the workspace (tools/release-check/src/bin/publish-check.ts: every `exports`,
 # `main`, `types` and `bin` target in the tarball, a non-empty dist/, no `workspace:`/`file:` or private
 # dependency, every internal range accepting the version). Also checks that no published README links outside
 # its tarball (../). Prints its time.
@@ -35,7 +35,7 @@ project=$work/project
 node scripts/pack-install.ts --out "$project" --publishable --dep typescript@^7.0.2 --dep @types/node@^24.0.0 \
   >"$work/install.log" 2>&1 || fail "installing the tarballs"
 echo "consumer-test: $(tail -1 "$work/install.log")"
-node packages/release-check/src/bin/publish-check.ts "$project"/tarballs/*.tgz || fail "a package would publish something broken"
+node tools/release-check/src/bin/publish-check.ts "$project"/tarballs/*.tgz || fail "a package would publish something broken"
 for readme in "$project"/node_modules/@resilience/*/README.md; do
   if grep -nE '\]\((\.\./|\./\.\./)' "$readme"; then fail "$readme links outside its package"; fi
 done

@@ -11,7 +11,7 @@
  * `--strip-sources` deletes the TypeScript sources the tarballs carry (`src/`), so only `dist/` runs.
  */
 import { execFileSync } from "node:child_process"
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { parseArgs } from "node:util"
 
@@ -36,9 +36,10 @@ if (values.out === undefined) throw new Error("--out DIR is required")
 const out = resolve(values.out)
 
 const workspaces = new Map<string, { readonly dir: string; readonly manifest: Manifest }>()
-for (const parent of ["packages", "apps"]) {
+for (const parent of ["packages", "apps", "labs", "tools"]) {
   for (const entry of readdirSync(join(root, parent))) {
     const dir = join(root, parent, entry)
+    if (!existsSync(join(dir, "package.json"))) continue // not a workspace (yet)
     const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as Manifest
     workspaces.set(manifest.name, { dir, manifest })
   }

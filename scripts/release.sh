@@ -26,7 +26,7 @@ fail() {
 
 case "$mode" in
   cut)
-    node packages/release-check/src/bin/changes.ts
+    node tools/release-check/src/bin/changes.ts
     pending=$(find .changeset -maxdepth 1 -name '*.md' ! -name README.md | wc -l)
     [ "$pending" -gt 0 ] || fail "no pending changeset: nothing to release"
     say "$pending pending changesets"
@@ -38,7 +38,7 @@ case "$mode" in
     git add -A
     git commit -q -m "release: version the published packages (changeset version)"
     changeset tag
-    record=$(node packages/release-check/src/bin/record.ts "$@")
+    record=$(node tools/release-check/src/bin/record.ts "$@")
     git add "$record"
     git commit -q -m "release: record $(basename "$record" .json) ($record)"
     say "cut: $(git log -2 --format='%h %s' | tr '\n' ';') tags at the release commit: $(git tag --points-at HEAD~1 | tr '\n' ' ')"

@@ -26,8 +26,10 @@ interface VitestReport {
 }
 
 const root = join(import.meta.dirname, "..")
-const workspaces = ["packages", "apps"].flatMap((group) =>
+// A folder without a package.json (one being set up under labs/) is not a workspace: Turbo runs nothing there.
+const workspaces = ["packages", "apps", "labs", "tools"].flatMap((group) =>
   readdirSync(join(root, group)).map((name) => join(root, group, name))
+    .filter((workspace) => existsSync(join(workspace, "package.json")))
 )
 
 const withScenarios = process.argv.includes("--scenarios")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two versions live (issue #36): the previous release's API and deriver beside this tree's, on one schema, in a
-# rollout's order, reconciled by the checker (packages/release-check/src/TwoVersions.ts says the phases).
+# rollout's order, reconciled by the checker (tools/release-check/src/TwoVersions.ts says the phases).
 #
 #   bash scripts/two-versions.sh [RELEASE]        RELEASE: a name under releases/ (default: the latest record)
 #
@@ -90,6 +90,6 @@ projects=$(cd "$previous" && node -e '
   || { tail -20 "$work/build.log" >&2; fail "building release $release's apps"; }
 echo "two-versions: release $release's API and deriver built in $(($(date +%s) - step)) s"
 
-node --conditions=@resilience/source packages/release-check/src/bin/two-versions.ts --previous "$previous" \
+node --conditions=@resilience/source tools/release-check/src/bin/two-versions.ts --previous "$previous" \
   --release "$release" --logs "$work/logs" || fail "two versions live (the phase and the app's last lines above)"
 echo "two-versions: OK in $(($(date +%s) - started)) s"

@@ -1,5 +1,5 @@
 /**
- * `node packages/release-check/src/bin/publish-check.ts TARBALL…`: for each tarball of a published package (packed
+ * `node tools/release-check/src/bin/publish-check.ts TARBALL…`: for each tarball of a published package (packed
  * by scripts/pack-install.ts, as the consumer test installs them), `npm publish --dry-run` prints what it would
  * publish (npm's notices, the per-file list left out, then a summary line), and {@link PublishCheck.problems}
  * checks the tarball's own manifest against its files and the workspace. Exits 1 naming every problem.

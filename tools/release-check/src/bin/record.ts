@@ -1,5 +1,5 @@
 /**
- * `node packages/release-check/src/bin/record.ts [--name NAME]`: writes `releases/<NAME>.json` for the release
+ * `node tools/release-check/src/bin/record.ts [--name NAME]`: writes `releases/<NAME>.json` for the release
  * commit at HEAD (its versions, as `changeset version` left them) and prints its path. NAME defaults to the
  * published packages' version when they share one, else the UTC date; an existing record is never overwritten.
  */

@@ -1,10 +1,10 @@
 /**
- * The repository's workspaces (`packages/*`, `apps/*`) as their manifests say, and which of them a release
+ * The repository's workspaces (`packages/*`, `apps/*`, `labs/*`, `tools/*`) as their manifests say, and which of them a release
  * publishes: not private and not in the `ignore` list of `.changeset/config.json`.
  *
  * @since 0.1.0
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 
 /**
@@ -41,9 +41,11 @@ export interface ChangesetConfig {
  */
 export const all = (root: string): ReadonlyMap<string, Workspace> => {
   const found = new Map<string, Workspace>()
-  for (const parent of ["packages", "apps"]) {
+  for (const parent of ["packages", "apps", "labs", "tools"]) {
+    if (!existsSync(join(root, parent))) continue // a tree from before the labs and tools had folders of their own
     for (const entry of readdirSync(join(root, parent)).sort()) {
       const dir = `${parent}/${entry}`
+      if (!existsSync(join(root, dir, "package.json"))) continue // a folder that is not a workspace (yet)
       const manifest = JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")) as Workspace["manifest"]
       found.set(manifest.name, { dir, manifest })
     }

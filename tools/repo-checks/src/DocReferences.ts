@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
 
 /**
- * The repository's root (this file is `packages/repo-checks/src/DocReferences.ts`).
+ * The repository's root (this file is `tools/repo-checks/src/DocReferences.ts`).
  *
  * @since 0.1.0
  */
@@ -26,8 +26,11 @@ export interface Broken {
   readonly problem: string
 }
 
+// The folders whose subfolders are workspaces: the product (`packages`, `apps`), the labs and the tools.
+const workspaceFolders = ["packages", "apps", "labs", "tools"]
+
 /**
- * The pages checked: the root README, `docs/*.md`, `docs/results/*.md` and every package's and app's README.
+ * The pages checked: the root README, `docs/*.md`, `docs/results/*.md` and every workspace's README.
  *
  * @since 0.1.0
  */
@@ -35,7 +38,7 @@ export const pages = (root: string = repositoryRoot): ReadonlyArray<string> => [
   "README.md",
   ...markdownIn(root, "docs"),
   ...markdownIn(root, "docs/results"),
-  ...["packages", "apps"].flatMap((folder) =>
+  ...workspaceFolders.flatMap((folder) =>
     readdirSync(join(root, folder))
       .map((name) => `${folder}/${name}/README.md`)
       .filter((page) => existsSync(join(root, page)))
@@ -49,7 +52,7 @@ const markdownIn = (root: string, folder: string): ReadonlyArray<string> =>
 
 // A path is checked when it starts in a folder of the repository or names a source or doc file; anything else in
 // backticks (URLs, package names, HTTP routes, globs, placeholders) is not a path of this repository.
-const rootFolders = /^(packages|apps|docs|scripts|\.ci|\.changeset|src|test|bench)\//
+const rootFolders = /^(packages|apps|labs|tools|docs|scripts|\.ci|\.changeset|src|test|bench)\//
 const fileLike = /^[\w.-]+\.(ts|md|json|sh|svg|sql)$/
 const notAPath = /[*<>$@\s]|^\/|^https?:/
 
@@ -66,10 +69,10 @@ export const isCitedPath = (token: string): boolean =>
 
 const exportedName = /^([A-Z][A-Za-z0-9]*)\.([A-Za-z_$][\w$]*)(\(.*\))?$/
 
-/** Files of the repository by base name (`Jitter.ts` → its paths), sources of packages and apps only. */
+/** Files of the repository by base name (`Jitter.ts` → its paths), sources of workspaces only. */
 const moduleIndex = (root: string): ReadonlyMap<string, ReadonlyArray<string>> => {
   const index = new Map<string, Array<string>>()
-  for (const folder of ["packages", "apps"]) {
+  for (const folder of workspaceFolders) {
     for (const workspace of readdirSync(join(root, folder))) {
       const source = join(root, folder, workspace, "src")
       if (!existsSync(source)) continue
@@ -128,7 +131,7 @@ const linkTarget = /\]\(([^)\s]+)\)/g
 export const check = (page: string, text: string, root: string = repositoryRoot): ReadonlyArray<Broken> => {
   const modules = moduleIndex(root)
   const folder = dirname(page)
-  const workspace = /^(packages|apps)\/[^/]+/.exec(page)?.[0]
+  const workspace = /^(packages|apps|labs|tools)\/[^/]+/.exec(page)?.[0]
   const broken: Array<Broken> = []
   const lines = text.split("\n")
   let fenced = false

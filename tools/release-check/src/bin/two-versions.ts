@@ -1,5 +1,5 @@
 /**
- * `node --conditions=@resilience/source packages/release-check/src/bin/two-versions.ts --previous DIR --release NAME
+ * `node --conditions=@resilience/source tools/release-check/src/bin/two-versions.ts --previous DIR --release NAME
  * [--logs DIR] [--writes N]`: {@link TwoVersions.run} with the previous release's tree built under `--previous` (its
  * apps' dist/) and this workspace's apps; prints each phase, its time and the checker's
  * verdicts; exits 1 naming the phase that failed. `scripts/two-versions.sh` builds the previous release and runs it.

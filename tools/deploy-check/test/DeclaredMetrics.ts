@@ -1,6 +1,6 @@
 /**
- * The metric names the packages and apps declare, read from their sources: what the alert rules and the dashboard
- * may name.
+ * The metric names the workspaces (product, labs and tools) declare, read from their sources: what the alert rules
+ * and the dashboard may name.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -9,7 +9,7 @@ import { repository } from "./Rendered.ts"
 /** Every metric name the packages and apps declare: the first argument of their counter/gauge/histogram calls. */
 export const declared = (): ReadonlySet<string> => {
   const names = new Set<string>()
-  for (const parent of ["packages", "apps"]) {
+  for (const parent of ["packages", "apps", "labs", "tools"]) {
     for (const workspace of readdirSync(join(repository, parent))) {
       const src = join(repository, parent, workspace, "src")
       if (!existsSync(src)) continue

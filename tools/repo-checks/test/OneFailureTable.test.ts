@@ -14,7 +14,7 @@ const sources = (directory: string): ReadonlyArray<string> =>
       : []
   )
 
-const sourceDirectories = ["packages", "apps"].flatMap((group) =>
+const sourceDirectories = ["packages", "apps", "labs", "tools"].flatMap((group) =>
   readdirSync(join(repositoryRoot, group)).map((name) => join(repositoryRoot, group, name, "src"))
     .filter((directory) => {
       try {

@@ -1,5 +1,5 @@
 /**
- * `node packages/release-check/src/bin/changes.ts`: `changeset status` against the previous release's commit (from
+ * `node tools/release-check/src/bin/changes.ts`: `changeset status` against the previous release's commit (from
  * `releases/*.json`: a clean clone of main has the commit but perhaps not the tags, and comparing main with
  * itself would find nothing), printed, then the per-package check of {@link Changes.uncovered}. Exits 1 naming
  * every published package changed without a changeset, or when the release's commit is not in this clone.

@@ -1,3 +1,0 @@
-import { shared } from "../../vitest.shared.ts"
-
-export default shared({ globalSetup: ["../test-db/src/GlobalSetup.ts"], fileParallelism: false })
