@@ -7,6 +7,9 @@
  * when the schedule is first stepped. The schedules recur forever: bound them with `Schedule.recurs`,
  * `Schedule.upTo` or `Schedule.during`.
  *
+ * Deprecated: no product code steps these schedules, and the module is removed in the next minor release
+ * (the package index says what to use instead).
+ *
  * @since 0.1.0
  */
 import type { InvalidParameter } from "@resilience/parameters"

@@ -28,6 +28,10 @@ export * as RetryJitter from "./RetryJitter.ts"
 /**
  * The poll backoff and Brooker's jitters as Effect `Schedule`s.
  *
+ * @deprecated since 0.3.0: nothing in the product steps these schedules (the deriver's loop uses {@link PollBackoff},
+ * which a loop can reset when it finds work and a `Schedule` cannot; the API client draws {@link RetryJitter}
+ * itself); removed in the next minor release. Use `PollBackoff.make`, or `RetryJitter.fullFrom` with Effect's
+ * `Schedule.fromStep`.
  * @since 0.2.0
  */
 export * as JitterSchedules from "./JitterSchedules.ts"
