@@ -17,8 +17,8 @@ import type { Scope } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import * as Coalesce from "./Coalesce.ts"
+import * as WakeMetrics from "./internal/WakeMetrics.ts"
 import * as WakeContract from "./WakeContract.ts"
-import * as WakeMetrics from "./WakeMetrics.ts"
 
 /**
  * Sender options.

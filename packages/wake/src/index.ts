@@ -19,13 +19,6 @@ export * as Coalesce from "./Coalesce.ts"
 export * as WakeContract from "./WakeContract.ts"
 
 /**
- * The sender's metrics.
- *
- * @since 0.3.0
- */
-export * as WakeMetrics from "./WakeMetrics.ts"
-
-/**
  * The fire-and-forget, coalescing sender of wakes (the API's side).
  *
  * @since 0.3.0

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { WakeMetrics, WakeSender } from "@resilience/wake"
+import { WakeSender } from "@resilience/wake"
 import { Duration, Effect, Exit, Metric } from "effect"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import * as WakeMetrics from "../src/internal/WakeMetrics.ts"
 
 /** A real HTTP server whose answers the test holds back and releases; records each request's body. */
 const server = (answer: (req: IncomingMessage, res: ServerResponse, body: string) => void) =>
