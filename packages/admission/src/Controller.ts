@@ -24,8 +24,8 @@
  */
 import { Clock, Effect, Exit, Latch, Metric, Option, Random, Scope, Semaphore } from "effect"
 import * as Breaker from "./Breaker.ts"
+import * as Metrics from "./internal/Metrics.ts"
 import * as Limit from "./Limit.ts"
-import * as Metrics from "./Metrics.ts"
 import * as Outcome from "./Outcome.ts"
 import * as Shed from "./Shed.ts"
 

@@ -10,7 +10,7 @@ import { Data, Deferred, Effect, Exit, Fiber, Logger, Metric, Random, References
 import { PrometheusMetrics } from "effect/observability"
 import { TestClock } from "effect/testing"
 import * as Controller from "../src/Controller.ts"
-import * as Metrics from "../src/Metrics.ts"
+import * as Metrics from "../src/internal/Metrics.ts"
 
 const unavailable = new DatabaseUnavailable({
   reason: "Saturated",

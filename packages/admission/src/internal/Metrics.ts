@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import { Metric } from "effect"
-import type * as Breaker from "./Breaker.ts"
-import type * as Shed from "./Shed.ts"
+import type * as Breaker from "../Breaker.ts"
+import type * as Shed from "../Shed.ts"
 
 /** A counter that only counts up (`incremental`), as every counter here does. */
 const counter = (name: string, description: string) => Metric.counter(name, { description, incremental: true })
