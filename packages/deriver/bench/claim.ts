@@ -40,11 +40,13 @@ import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
+import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 import type * as Scheduling from "../src/Scheduling.ts"
+import { claimStatements, recordStatements } from "../test/InstalledStatements.ts"
 
 const processedRows = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const pendingRows = 100
@@ -83,8 +85,8 @@ const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean | "timed
           : []
         for (const index of dropped) yield* c.query(`DROP INDEX ${SchemaName.qualify(schema, index)}`)
         const rows = yield* c.query<{ "QUERY PLAN": string }>(
-          `EXPLAIN (ANALYZE, BUFFERS) ${Queue.claimSql(schema)}`,
-          [8, "bench", Date.now()]
+          `EXPLAIN (ANALYZE, BUFFERS) ${claimStatements(schema).due}`,
+          [8, "bench", 0, Date.now()]
         )
         yield* c.query("ROLLBACK")
         const plan = rows.map((r) => r["QUERY PLAN"]).join("\n")
@@ -98,7 +100,7 @@ const explainClaim = (schema: SchemaName.SchemaName, dropIndex: boolean | "timed
 const enqueuePending = (schema: SchemaName.SchemaName, prefix: string) =>
   DbSession.use((db) =>
     db.withConnection((c) =>
-      Queue.enqueue(
+      Enqueue.enqueue(
         c,
         schema,
         Array.from({ length: pendingRows }, (_, i) => ({
@@ -197,10 +199,10 @@ const waitingBenchmark = Effect.gen(function*() {
   const waiting = yield* times(false, 20)
   const unindexed = yield* times("timed", 5)
   yield* db.query(`UPDATE ${queue} SET processed = true WHERE NOT processed AND run_at IS NULL`)
-  // Enqueued after their units' first items wait: Queue.enqueue gives each the time of its unit's first item.
+  // Enqueued after their units' first items wait: Enqueue.enqueue gives each the time of its unit's first item.
   for (let from = 1; from <= waitingRows; from += 10_000) {
     yield* db.withConnection((c) =>
-      Queue.enqueue(
+      Enqueue.enqueue(
         c,
         schema,
         Array.from({ length: Math.min(10_000, waitingRows - from + 1) }, (_, i) => ({
@@ -253,7 +255,7 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
     yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
     yield* Migrator.run(schema, [QueueSchema.component])
     yield* db.withConnection((c) =>
-      Queue.enqueue(
+      Enqueue.enqueue(
         c,
         schema,
         Array.from({ length: units }, (_, i) => ({ workUnitKey: `unit-${i}`, taskType: "noop", payload: {} }))
@@ -267,10 +269,10 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
       const { claim, recordDone } = Queue.calls(schema)
       const claimText = mode === "functions" || mode === "along"
         ? `SELECT work_unit_key, id, items FROM ${claim}`
-        : Queue.claimWithItemsSql(schema)
+        : claimStatements(schema).due
       const recordText = mode === "functions"
         ? `SELECT owned, marked FROM ${recordDone}`
-        : Queue.recordSql(schema)
+        : recordStatements(schema).any
       let claimMillis = 0
       let recordMillis = 0
       const started = now()
@@ -387,7 +389,7 @@ const throughput = (
     yield* Migrator.run(schema, [QueueSchema.component])
     const units = Math.ceil(throughputItems / unitSize)
     yield* db.withConnection((c) =>
-      Queue.enqueue(
+      Enqueue.enqueue(
         c,
         schema,
         Array.from(
@@ -471,7 +473,8 @@ const busyLatency = (poolClass: Run["poolClass"], rounds: number) =>
     yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
     const freeToStart: Array<number> = []
     const arrivalToStart: Array<number> = []
-    const enqueue = (items: ReadonlyArray<Queue.NewItem>) => db.withConnection((c) => Queue.enqueue(c, schema, items))
+    const enqueue = (items: ReadonlyArray<Enqueue.NewItem>) =>
+      db.withConnection((c) => Enqueue.enqueue(c, schema, items))
     for (let round = 0; round < rounds; round++) {
       gates.clear()
       yield* enqueue(
@@ -588,8 +591,8 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
     // constants after it with $n)
     const { claim, record, recordDone } = Queue.calls(schema)
     const opening = (text: string) => text.slice(0, text.indexOf("WHERE")).trim()
-    const claimOpening = opening(Queue.claimReadyWithItemsSql(schema))
-    const dueTestOpening = opening(Queue.timedDueSql(schema))
+    const claimOpening = opening(claimStatements(schema).ready)
+    const dueTestOpening = opening(claimStatements(schema).dueTest)
     const kinds = {
       claims: { toplevel: false, is: (text: string) => text.startsWith(claimOpening) },
       dueTest: { toplevel: false, is: (text: string) => text.startsWith(dueTestOpening) },
@@ -699,7 +702,7 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
         const to = Math.min(steadyItems, Math.round((tick * steadyPeriodMillis * steadyRate) / 1000))
         if (to <= from) continue
         yield* db.withConnection((c) =>
-          Queue.enqueue(
+          Enqueue.enqueue(
             c,
             schema,
             Array.from(

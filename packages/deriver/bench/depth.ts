@@ -1,5 +1,5 @@
 /**
- * Benchmark (not a test): the cost of the deriver's depth sample (`Queue.depthSql`, capped at
+ * Benchmark (not a test): the cost of the deriver's depth sample (`Maintenance.depthSql`, capped at
  * `DeriverMetrics.queueDepthCap`) on a real PostgreSQL, by queue shape: empty, 10,000 and 1,000,000 pending items
  * (each its own unit; a tenth of them waiting for a later time), and 1,000,000 processed items with 10,000 pending.
  * Each shape is measured right after its rows were written (an `ANALYZE`, no `VACUUM`: the visibility map is
@@ -18,7 +18,7 @@ import { Effect, Exit, Scope } from "effect"
 import { loadavg } from "node:os"
 import pg from "pg"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
-import * as Queue from "../src/Queue.ts"
+import * as Maintenance from "../src/Maintenance.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 const runs = Number(process.env.BENCH_RUNS ?? 30)
@@ -82,7 +82,7 @@ const program = Effect.gen(function*() {
     }
     for (const state of ["analyzed", "vacuumed"] as const) {
       yield* q(state === "analyzed" ? `ANALYZE ${queue}` : `VACUUM ANALYZE ${queue}`)
-      const sql = Queue.depthSql(schema)
+      const sql = Maintenance.depthSql(schema)
       const params = [DeriverMetrics.queueDepthCap, Date.now()]
       const times: Array<number> = []
       let row: Record<string, unknown> = {}

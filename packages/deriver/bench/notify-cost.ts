@@ -1,6 +1,6 @@
 /**
  * Benchmark (not a test): what `NOTIFY` in the enqueue's transaction costs the database, the evidence behind
- * docs/wake.md's choice of an HTTP wake. The enqueue-shaped transaction (`BEGIN`; `Queue.enqueue` of one item
+ * docs/wake.md's choice of an HTTP wake. The enqueue-shaped transaction (`BEGIN`; `Enqueue.enqueue` of one item
  * through db-session's `transaction`, as the API's append does; `COMMIT`) runs back to back on 1, 8 and 32
  * concurrent writers, each with its own connection (a `queue` pool of that size), in three variants:
  *
@@ -33,7 +33,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import * as Queue from "../src/Queue.ts"
+import * as Enqueue from "../src/Enqueue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
@@ -108,7 +108,7 @@ const run = (url: string, round: number, mode: string, variant: Variant, writers
         const began = now()
         yield* db.transaction((connection) =>
           Effect.gen(function*() {
-            yield* Queue.enqueue(connection, schema, [{
+            yield* Enqueue.enqueue(connection, schema, [{
               workUnitKey: `unit-${n % 1000}`,
               taskType: "bench",
               payload: {}

@@ -22,8 +22,8 @@ import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Effect, Exit, Logger, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
+import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
-import * as Queue from "../src/Queue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 const items = Number(process.env.BENCH_ITEMS ?? 10_000)
@@ -40,7 +40,7 @@ const freshQueue = (schema: SchemaName.SchemaName) =>
     yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
     yield* Migrator.run(schema, [QueueSchema.component])
     yield* db.withConnection((c) =>
-      Queue.enqueue(
+      Enqueue.enqueue(
         c,
         schema,
         Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))

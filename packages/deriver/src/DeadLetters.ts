@@ -7,9 +7,132 @@
  */
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
+import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/db-session"
 import type { SchemaName } from "@resilience/schema"
 import { Data, Effect } from "effect"
-import * as Queue from "./Queue.ts"
+import { names } from "./internal/Names.ts"
+import { itemOf } from "./internal/Rows.ts"
+
+/**
+ * A dead letter: an item whose handler ran out of attempts. It stays unprocessed and is never claimed (its
+ * unit's later items go on) until it is replayed.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface DeadLetter {
+  readonly id: string
+  readonly workUnitKey: string
+  readonly taskType: string
+  readonly payload: unknown
+  readonly attempts: number
+  /** The error of its last attempt. */
+  readonly lastError: string | null
+  /** When it died (epoch milliseconds). */
+  readonly deadAt: number
+}
+
+/**
+ * Which dead letters a listing or a replay means: one item, a unit's, a task type's, or all.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type DeadLetterSelector =
+  | { readonly _tag: "Item"; readonly id: string }
+  | { readonly _tag: "Unit"; readonly workUnitKey: string }
+  | { readonly _tag: "TaskType"; readonly taskType: string }
+  | { readonly _tag: "All" }
+
+/** The selector as a condition on `q` with its parameter in `$n`. */
+const selects = (selector: DeadLetterSelector, n: number): { readonly where: string; readonly value: unknown } => {
+  switch (selector._tag) {
+    case "Item":
+      return { where: `q.id = $${n}::bigint`, value: selector.id }
+    case "Unit":
+      return { where: `q.work_unit_key = $${n}::text`, value: selector.workUnitKey }
+    case "TaskType":
+      return { where: `q.task_type = $${n}::text`, value: selector.taskType }
+    case "All":
+      return { where: `$${n}::text IS NULL`, value: null }
+  }
+}
+
+/**
+ * Lists up to `limit` dead letters that `selector` names, oldest first (through the partial index
+ * `queue_dead_idx`).
+ */
+const listOn = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  selector: DeadLetterSelector,
+  limit: number
+): Effect.Effect<ReadonlyArray<DeadLetter>, QueryFailed | DatabaseUnavailable> => {
+  const { value, where } = selects(selector, 1)
+  return Effect.map(
+    connection.query<
+      {
+        id: string
+        work_unit_key: string
+        task_type: string
+        payload: string
+        attempts: number
+        last_error: string | null
+        dead_at: number
+      }
+    >(
+      `SELECT q.id::text AS id, q.work_unit_key, q.task_type, q.payload::text AS payload, q.attempts, q.last_error,
+              (extract(epoch FROM q.dead_at) * 1000)::float8 AS dead_at
+       FROM ${names(schema).queue} q
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where}
+       ORDER BY q.id LIMIT $2`,
+      [value, limit]
+    ),
+    (rows) =>
+      rows.map((row) => ({
+        ...itemOf(row, row.work_unit_key),
+        attempts: row.attempts,
+        lastError: row.last_error,
+        deadAt: row.dead_at
+      }))
+  )
+}
+
+/**
+ * Dead letters by task type (for the queue status and metrics).
+ */
+const countsOn = (
+  connection: Connection,
+  schema: SchemaName.SchemaName
+): Effect.Effect<ReadonlyMap<string, number>, QueryFailed | DatabaseUnavailable> =>
+  Effect.map(
+    connection.query<{ task_type: string; n: number }>(
+      `SELECT q.task_type, count(*)::int AS n FROM ${names(schema).queue} q
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed GROUP BY 1 ORDER BY 1`
+    ),
+    (rows) => new Map(rows.map((row) => [row.task_type, row.n]))
+  )
+
+/**
+ * Replays the dead letters that `selector` names: back to pending, due at once, attempts reset (the last error
+ * stays until the next attempt). Returns how many. A replayed item runs again in its unit's order: before its
+ * unit's live items with later ids, after the ones that went on while it was dead.
+ */
+const replayOn = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  selector: DeadLetterSelector
+): Effect.Effect<number, QueryFailed | DatabaseUnavailable> => {
+  const { value, where } = selects(selector, 1)
+  return Effect.map(
+    connection.query(
+      `UPDATE ${names(schema).queue} q SET dead_at = NULL, run_at = NULL, attempts = 0
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where} RETURNING 1`,
+      [value]
+    ),
+    (rows) => rows.length
+  )
+}
 
 /**
  * Up to `limit` dead letters that `selector` names, oldest first.
@@ -19,10 +142,10 @@ import * as Queue from "./Queue.ts"
  */
 export const list = (
   schema: SchemaName.SchemaName,
-  selector: Queue.DeadLetterSelector,
+  selector: DeadLetterSelector,
   limit: number
-): Effect.Effect<ReadonlyArray<Queue.DeadLetter>, DbError, DbSession> =>
-  DbSession.use((db) => db.withConnection((connection) => Queue.deadLetters(connection, schema, selector, limit)))
+): Effect.Effect<ReadonlyArray<DeadLetter>, DbError, DbSession> =>
+  DbSession.use((db) => db.withConnection((connection) => listOn(connection, schema, selector, limit)))
 
 /**
  * Dead letters by task type.
@@ -31,7 +154,7 @@ export const list = (
  * @category effects
  */
 export const counts = (schema: SchemaName.SchemaName): Effect.Effect<ReadonlyMap<string, number>, DbError, DbSession> =>
-  DbSession.use((db) => db.withConnection((connection) => Queue.deadLetterCounts(connection, schema)))
+  DbSession.use((db) => db.withConnection((connection) => countsOn(connection, schema)))
 
 /**
  * Replays the dead letters that `selector` names (back to pending, attempts reset); returns how many.
@@ -41,9 +164,9 @@ export const counts = (schema: SchemaName.SchemaName): Effect.Effect<ReadonlyMap
  */
 export const replay = (
   schema: SchemaName.SchemaName,
-  selector: Queue.DeadLetterSelector
+  selector: DeadLetterSelector
 ): Effect.Effect<number, DbError, DbSession> =>
-  DbSession.use((db) => db.withConnection((connection) => Queue.replay(connection, schema, selector))).pipe(
+  DbSession.use((db) => db.withConnection((connection) => replayOn(connection, schema, selector))).pipe(
     Effect.tap((replayed) =>
       Effect.logInfo("replayed dead letters").pipe(Effect.annotateLogs({ schema, selector: selector._tag, replayed }))
     )
@@ -56,8 +179,8 @@ export const replay = (
  * @category models
  */
 export type Command =
-  | { readonly _tag: "List"; readonly selector: Queue.DeadLetterSelector; readonly limit: number }
-  | { readonly _tag: "Replay"; readonly selector: Queue.DeadLetterSelector }
+  | { readonly _tag: "List"; readonly selector: DeadLetterSelector; readonly limit: number }
+  | { readonly _tag: "Replay"; readonly selector: DeadLetterSelector }
 
 /**
  * A command line that is not a {@link Command}: what was wrong and what the usage is.
@@ -94,7 +217,7 @@ export const parse = (argv: ReadonlyArray<string>): Effect.Effect<Command, Inval
     if (verb !== "list" && verb !== "replay") {
       return yield* new InvalidCommand({ reason: `expected "list" or "replay", got ${JSON.stringify(verb ?? "")}` })
     }
-    const selectors: Array<Queue.DeadLetterSelector> = []
+    const selectors: Array<DeadLetterSelector> = []
     let limit = 100
     for (let i = 0; i < rest.length; i++) {
       const flag = rest[i]!

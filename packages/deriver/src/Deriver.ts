@@ -27,6 +27,7 @@ import * as DueWake from "./DueWake.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
 import * as LoopLag from "./LoopLag.ts"
+import * as Maintenance from "./Maintenance.ts"
 import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
 import * as Queue from "./Queue.ts"
@@ -179,7 +180,7 @@ const pruneHistory = <R>(ctx: Shared<R>, connection: Connection) =>
   Effect.gen(function*() {
     let total = 0
     for (let batch = 0; batch < historyBatchesPerRound; batch++) {
-      const deleted = yield* Queue.pruneHistory(
+      const deleted = yield* Maintenance.pruneHistory(
         connection,
         ctx.schema,
         ctx.config.historyRetentionMillis / 1000,
@@ -203,7 +204,7 @@ const pruneHistory = <R>(ctx: Shared<R>, connection: Connection) =>
  */
 const sampleDepth = <R>(ctx: Shared<R>, connection: Connection) =>
   Effect.gen(function*() {
-    const depth = yield* Queue.depth(connection, ctx.schema, DeriverMetrics.queueDepthCap)
+    const depth = yield* Maintenance.depth(connection, ctx.schema, DeriverMetrics.queueDepthCap)
     const now = yield* Clock.currentTimeMillis
     yield* Metric.update(DeriverMetrics.queueDepthBy.due, depth.due)
     yield* Metric.update(DeriverMetrics.queueDepthBy.waiting, depth.waiting)
@@ -223,7 +224,7 @@ const sampleDepth = <R>(ctx: Shared<R>, connection: Connection) =>
 
 const cleanupStale = <R>(ctx: Shared<R>, connection: Connection) =>
   Effect.gen(function*() {
-    const freed = yield* Queue.cleanupStale(connection, ctx.schema, ctx.config.staleTimeoutMillis / 1000)
+    const freed = yield* Maintenance.cleanupStale(connection, ctx.schema, ctx.config.staleTimeoutMillis / 1000)
     if (freed.length > 0) {
       yield* Metric.update(DeriverMetrics.staleUnitsReleased, freed.length)
       yield* Effect.logWarning("released stale work units").pipe(

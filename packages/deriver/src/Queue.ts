@@ -1,35 +1,24 @@
 /**
- * The queue's SQL: enqueue, claim, stale cleanup, drain, mark and release. Every function runs on a
- * `Connection` that the caller checked out (one checkout per poll, per batch read, per batch record, per
- * transaction), so the caller decides what shares a transaction.
+ * The queue's hot path: the statements a deriver's worker sends for a claimed unit. The claim of units with their
+ * first batches (`queue_claim`), the read of a unit's later batches, the record of a batch's outcomes with the
+ * heartbeat or the release (`queue_record`, `queue_record_done`), the record that claims the next unit along, the
+ * heartbeat and the releases. Every function runs on a `Connection` that the caller checked out (one checkout per
+ * poll, per batch read, per batch record), so the caller decides what shares a transaction.
+ *
+ * The claim and record statements live in the functions that queue migration 8 installs, each one text in
+ * `src/internal/migrations/0008-retries.ts` (on a server: `\\sf tenant.queue_claim`); what is sent here is their
+ * call. Enqueueing is {@link Enqueue}, the maintenance statements {@link Maintenance}, the dead letters
+ * {@link DeadLetters}.
  *
  * @since 0.1.0
  */
 import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/db-session"
-import { SchemaName } from "@resilience/schema"
+import type { SchemaName } from "@resilience/schema"
 import { Clock, Effect } from "effect"
-
-/**
- * One item to enqueue. Items with the same `workUnitKey` are processed one at a time, in id order.
- *
- * @since 0.1.0
- * @category models
- */
-export interface NewItem {
-  /** The serialization key, e.g. `representation:{workspace}:{session}:{peer}`. */
-  readonly workUnitKey: string
-  /** Selects the handler in the {@link Handlers} registry. */
-  readonly taskType: string
-  /** Any JSON value; stored as jsonb. */
-  readonly payload: unknown
-  /**
-   * The earliest time the item may run (epoch milliseconds or a `Date`); default: at once. Until then its unit's
-   * later items wait too (a unit stays serial).
-   *
-   * @since 0.3.0
-   */
-  readonly runAt?: number | Date | undefined
-}
+import * as Enqueue from "./Enqueue.ts"
+import { names, perSchema } from "./internal/Names.ts"
+import { forRows, itemOf } from "./internal/Rows.ts"
+import * as Maintenance from "./Maintenance.ts"
 
 /**
  * An unprocessed item as a worker sees it.
@@ -76,32 +65,10 @@ export interface Claim {
  */
 export type QueryError = QueryFailed | DatabaseUnavailable
 
-const tables = (schema: SchemaName.SchemaName) => ({
-  queue: SchemaName.qualify(schema, "queue"),
-  sessions: SchemaName.qualify(schema, "active_queue_sessions")
-})
-
 /**
- * A statement text made once per schema: the texts a unit sends (its claim, its record, its next items) are the
- * same for every unit of a schema, and quoting and qualifying them again cost the deriver's loop about 5 µs per
- * item (docs/results/deriver-throughput.md). One entry per schema the process uses.
- */
-const perSchema = (make: (schema: SchemaName.SchemaName) => string): (schema: SchemaName.SchemaName) => string => {
-  const made = new Map<string, string>()
-  return (schema) => {
-    let text = made.get(schema)
-    if (text === undefined) {
-      text = make(schema)
-      made.set(schema, text)
-    }
-    return text
-  }
-}
-
-/**
- * The names of the functions that queue migration 7 made and migration 8 replaced with {@link claimBody} and
- * {@link recordBody} (`queue_claim`, `queue_record`, in the tenant schema), and the one migration 8 added for the
- * common record, {@link recordDoneSql} (`queue_record_done`). A unit's two statements call them instead of sending
+ * The names of the functions that queue migration 7 made and migration 8 replaced with new bodies
+ * (`queue_claim`, `queue_record`, in the tenant schema), and the one migration 8 added for the common record
+ * (`queue_record_done`). A unit's two statements call them instead of sending
  * their text: PL/pgSQL keeps each statement's plan for the life of the server connection, so the server plans
  * them once per connection, not on every call, with no named prepared statement on the wire (PgBouncer in
  * transaction mode before 1.21 cannot carry those). The measurements are in docs/results/deriver-throughput.md.
@@ -109,12 +76,13 @@ const perSchema = (make: (schema: SchemaName.SchemaName) => string): (schema: Sc
  * @since 0.2.0
  * @category decisions
  */
-export const functions = (schema: SchemaName.SchemaName) => ({
-  claim: SchemaName.qualify(schema, "queue_claim"),
-  record: SchemaName.qualify(schema, "queue_record"),
-  /** `queue_record` for a batch whose outcomes are all done ({@link recordDoneSql}; since 0.3.0). */
-  recordDone: SchemaName.qualify(schema, "queue_record_done")
-})
+export const functions = (
+  schema: SchemaName.SchemaName
+): { readonly claim: string; readonly record: string; readonly recordDone: string } => {
+  const { claim, record, recordDone } = names(schema)
+  /** `recordDone`: `queue_record` for a batch whose outcomes are all done (since 0.3.0). */
+  return { claim, record, recordDone }
+}
 
 /**
  * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size, $4 now)` (`now` in epoch
@@ -138,246 +106,7 @@ export const calls = (schema: SchemaName.SchemaName) => {
 }
 
 /**
- * One statement over `rows`, passed as a JSON array in `$1`, and the count it reports; no statement at all for
- * no rows.
- */
-const forRows = <A, Row = Record<string, unknown>>(
-  connection: Connection,
-  rows: ReadonlyArray<A>,
-  toJson: (row: A) => Record<string, unknown>,
-  sql: string,
-  count: (result: ReadonlyArray<Row>) => number
-): Effect.Effect<number, QueryError> =>
-  rows.length === 0
-    ? Effect.succeed(0)
-    : Effect.map(connection.query<Row>(sql, [JSON.stringify(rows.map(toJson))]), count)
-
-/**
- * Enqueues items in one statement on the given connection (use a transaction to enqueue atomically with
- * other writes). Returns the number of rows inserted. An item without a time of its own, enqueued into a unit
- * whose first live item has one (a retry, a later time), takes that time: it could not run before anyway (one
- * probe of the unit's first item, see {@link recordSql}).
- *
- * @since 0.1.0
- * @category effects
- */
-export const enqueue = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  items: ReadonlyArray<NewItem>
-): Effect.Effect<number, QueryError> =>
-  forRows(
-    connection,
-    items,
-    (item) => ({
-      work_unit_key: item.workUnitKey,
-      task_type: item.taskType,
-      payload: item.payload ?? null,
-      run_at: item.runAt === undefined ? null : Number(item.runAt)
-    }),
-    `WITH inserted AS (
-      INSERT INTO ${tables(schema).queue} (work_unit_key, task_type, payload, run_at)
-      SELECT e.value ->> 'work_unit_key', e.value ->> 'task_type', coalesce(e.value -> 'payload', '{}'::jsonb),
-        coalesce(
-          to_timestamp((e.value ->> 'run_at')::float8 / 1000),
-          (SELECT h.run_at FROM ${tables(schema).queue} h
-           WHERE h.work_unit_key = e.value ->> 'work_unit_key' AND NOT h.processed AND h.dead_at IS NULL
-           ORDER BY h.id LIMIT 1)
-        )
-      FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS e(value, n)
-      ORDER BY e.n
-      RETURNING 1
-    ) SELECT count(*)::int AS n FROM inserted`,
-    (rows: ReadonlyArray<{ n: number }>) => rows[0]?.n ?? 0
-  )
-
-/**
- * The claim statement: up to `$1` work units whose first live item (unprocessed, not a dead letter) is due and
- * that nobody owns, made ours by inserting ownership rows (owner `$2`) with `INSERT … ON CONFLICT DO NOTHING
- * RETURNING`; a unit that another instance claimed in the meantime is skipped. `$3` is now, in epoch
- * milliseconds (the deriver's `Clock`). One statement, hence one transaction.
- *
- * Candidates come from two walks, each stopping after `$1` units: the items that never had a time
- * (`run_at` null) in id order (`queue_ready_id_idx`), and the items whose time has come (`run_at ≤ now`) in time
- * order (`queue_run_at_idx`); the oldest `$1` by id win. An item waiting for its retry or its time is in neither
- * walk, nor is a dead letter (its time is `infinity`), so a claim's cost does not follow how many wait. An item
- * is kept when its unit has no owner and no earlier live item (two anti joins, each a probe of an index per
- * item): the later items of a waiting unit wait with it; a dead letter holds nothing back. Its cost follows the
- * units it skips (owned or waiting ones' later items), not the backlog (the measurements are in
- * docs/results/deriver-throughput.md and docs/results/handler-retries.md). It locks the first item of each unit
- * it keeps (`FOR NO KEY UPDATE … SKIP LOCKED`) for the statement's short transaction, so claims that run at the
- * same moment (the workers of one process, or a fleet) take different units at once instead of all picking the
- * oldest.
- *
- * @since 0.1.0
- * @category statements
- */
-export const claimSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema, "$3", "both")}
-SELECT c.work_unit_key, claimed.id::text AS id FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
-
-/** `now` (epoch milliseconds, an SQL expression) as a timestamptz. */
-const at = (nowMillis: string) => `to_timestamp(${nowMillis}::float8 / 1000)`
-
-/**
- * The candidates and the ownership rows inserted for them: the part every claim statement shares. `walks`:
- * "both" walks the untimed items and the due timed ones; "ready" only the untimed ones (for when no timed item
- * is due, see {@link claimBody}).
- */
-const claimCtes = (schema: SchemaName.SchemaName, nowMillis: string, walks: "both" | "ready"): string => {
-  const { queue, sessions } = tables(schema)
-  // Two probes per item, each a scalar subquery (a subplan run with the item's unit as its parameter), not an anti
-  // join: a join's inner side may be planned as one scan of every unprocessed row, filtered per item, and a plan
-  // made while the table was empty (a connection keeps it) did so: 585 ms a claim at 100,000 rows on PostgreSQL 15.
-  // A subquery's only cheap plan is the probe of an index keyed by the unit: its first live item by
-  // `queue_unprocessed_idx` (work_unit_key, id), which must be this item (no earlier live item of the unit), and its
-  // ownership row by the unique key.
-  const free = `q.id = (
-      SELECT e.id FROM ${queue} e
-      WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL
-      ORDER BY e.work_unit_key, e.id LIMIT 1
-    )
-    AND (SELECT a.id FROM ${sessions} a WHERE a.work_unit_key = q.work_unit_key) IS NULL`
-  const ready = `ready AS MATERIALIZED (
-  SELECT q.work_unit_key, q.id AS first_id
-  FROM ${queue} q
-  WHERE NOT q.processed AND q.run_at IS NULL
-    AND ${free}
-  ORDER BY q.id
-  LIMIT $1
-  FOR NO KEY UPDATE OF q SKIP LOCKED
-)`
-  const candidates = walks === "ready"
-    ? `WITH ${ready}, candidates AS MATERIALIZED (SELECT work_unit_key, first_id FROM ready)`
-    : `WITH ${ready}, due AS MATERIALIZED (
-  SELECT q.work_unit_key, q.id AS first_id
-  FROM ${queue} q
-  WHERE NOT q.processed AND q.run_at <= ${at(nowMillis)}
-    AND ${free}
-  ORDER BY q.run_at, q.id
-  LIMIT $1
-  FOR NO KEY UPDATE OF q SKIP LOCKED
-), candidates AS MATERIALIZED (
-  SELECT work_unit_key, first_id FROM (SELECT * FROM ready UNION ALL SELECT * FROM due) u ORDER BY first_id LIMIT $1
-)`
-  return `${candidates}, claimed AS (
-  INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
-  SELECT c.work_unit_key, $2, now() FROM candidates c ORDER BY c.first_id
-  ON CONFLICT (work_unit_key) DO NOTHING
-  RETURNING work_unit_key, id
-)`
-}
-
-/**
- * A unit's next live items in id order, at most `limit` (SQL expressions), up to (not including) the first that
- * is not yet due at `nowMillis`: a unit is handled in order, so an item waiting for its time holds back the rest.
- */
-const unitItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string, nowMillis: string) =>
-  `SELECT w.id, w.task_type, w.payload, w.attempts FROM (
-     SELECT b.*, bool_or(b.run_at > ${at(nowMillis)}) OVER (ORDER BY b.id) AS held FROM (
-       ${liveItemsSql(schema, unit, limit)}
-     ) b
-   ) w WHERE w.held IS NOT TRUE`
-
-/** A unit's next live items (unprocessed, not dead letters) in id order with their times, at most `limit`. */
-const liveItemsSql = (schema: SchemaName.SchemaName, unit: string, limit: string) =>
-  `SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${tables(schema).queue} q
-         WHERE q.work_unit_key = ${unit} AND NOT q.processed AND q.dead_at IS NULL
-         ORDER BY q.id LIMIT ${limit}`
-
-/**
- * Whether a claimed item `i` is later than `$4` (now): its time against now, compared only for an item that has
- * one (a comparison per item cost the claim of a 10-item unit about 20 µs); in the walk of untimed items only
- * ({@link claimBody} runs it when no timed item is due), every timed item is later, so having a time is enough.
- */
-const laterSql = (walks: "both" | "ready") =>
-  walks === "ready" ? "i.run_at IS NOT NULL" : `CASE WHEN i.run_at IS NOT NULL THEN i.run_at > ${at("$4")} END`
-
-/**
- * A claim statement's result: per claimed unit, its first `$3` live items in id order as JSON text, each with
- * `later` (true when its time is after `$4`, now): the reader cuts the batch before the first later item
- * ({@link claimedOf}), as {@link unitItemsSql} does in SQL for the later batches. Cut by the reader, the batch
- * needs no window over it in the statement.
- */
-const claimedItemsSql = (schema: SchemaName.SchemaName, walks: "both" | "ready") =>
-  `SELECT c.work_unit_key, claimed.id::text AS id,
-  (SELECT coalesce(json_agg(json_build_object('id', i.id::text, 'task_type', i.task_type, 'payload', i.payload,
-                                              'attempts', i.attempts, 'later', ${laterSql(walks)})
-                            ORDER BY i.id), '[]')::text
-   FROM (${liveItemsSql(schema, "c.work_unit_key", "$3")}) i) AS items
-FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id`
-
-/**
- * The claim statement of {@link claimSql} that also returns, per claimed unit, its first `$3` live items in id
- * order (as JSON text, each marked `later` when its time is after `$4`, now; the reader keeps those before the
- * first later one): the claim and the first read of each unit in one round trip. Fenced by construction: the
- * items are read by the statement that made the claim. {@link claimBody} runs it (or, when no timed item is due,
- * {@link claimReadyWithItemsSql}) in the function `queue_claim` that queue migration 8 installs
- * ({@link functions}), which {@link claimWithItems} calls: a change to it needs a new migration that replaces
- * the function.
- *
- * @since 0.2.0
- * @category statements
- */
-export const claimWithItemsSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema, "$4", "both")}
-${claimedItemsSql(schema, "both")}`
-
-/**
- * {@link claimWithItemsSql} with the walk of untimed items only: what it claims when no timed item is due
- * ({@link claimBody}), so every timed item of a batch is marked `later` without a comparison with now. Sent on
- * its own while a timed item is due, it would hold that item back (and the rest of its unit) until the next
- * claim, never run it early.
- *
- * @since 0.3.0
- * @category statements
- */
-export const claimReadyWithItemsSql = (schema: SchemaName.SchemaName): string =>
-  `${claimCtes(schema, "$4", "ready")}
-${claimedItemsSql(schema, "ready")}`
-
-/**
- * Whether a timed item that is not a dead letter is due at `$4` (now, epoch milliseconds): the time of the
- * earliest one, one probe of `queue_run_at_idx` (dead letters, at `infinity`, are past its end), against now.
- * Null when there is none.
- *
- * @since 0.3.0
- * @category statements
- */
-export const timedDueSql = (schema: SchemaName.SchemaName): string =>
-  `(SELECT t.run_at FROM ${tables(schema).queue} t
-      WHERE NOT t.processed AND t.run_at < 'infinity' ORDER BY t.run_at LIMIT 1) <= ${at("$4")}`
-
-/**
- * The body of the function `queue_claim(limit, owner, batch size, now)` (queue migration 8): when a timed item
- * is due ({@link timedDueSql}), {@link claimWithItemsSql}, else {@link claimReadyWithItemsSql}, whose walk of
- * timed items would find none. Two statements, so each keeps a plan of its own: the claims of a queue with no
- * timed item due (most of them) skip the second walk. The test runs on a snapshot of its own: a timed item that
- * comes due between it and the claim waits for the next claim, and nothing runs early (the claim reads every
- * item's time).
- *
- * @since 0.3.0
- * @category statements
- */
-export const claimBody = (schema: SchemaName.SchemaName): string =>
-  branchBody(timedDueSql(schema), claimWithItemsSql(schema), claimReadyWithItemsSql(schema))
-
-/** A PL/pgSQL function body that returns the rows of `then` when `test` holds, else those of `otherwise`. */
-const branchBody = (test: string, then: string, otherwise: string) =>
-  `$body$
-#variable_conflict use_column
-BEGIN
-  IF ${test} THEN
-    RETURN QUERY ${then};
-  ELSE
-    RETURN QUERY ${otherwise};
-  END IF;
-END
-$body$`
-
-/**
- * Claims up to `limit` work units for `owner` with the first `batchSize` due items of each (see
- * {@link claimWithItemsSql}), oldest first; "due" by the `Clock`.
+ * Claims up to `limit` work units for `owner` with the first `batchSize` due items of each (the function `queue_claim`), oldest first; "due" by the `Clock`.
  *
  * @since 0.2.0
  * @category effects
@@ -400,9 +129,11 @@ export const claimWithItems = (
         (rows) => rows.map((row) => claimedOf(row, owner))
       ))
 
-const claimWithItemsCall = perSchema((schema) => `SELECT work_unit_key, id, items FROM ${calls(schema).claim}`)
+const claimWithItemsCall = perSchema(({ claim }) =>
+  `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer, $4::float8)`
+)
 
-/** An item of a claim statement's batch, as JSON ({@link claimedItemsSql}). */
+/** An item of a claim's batch, as `queue_claim` returns it in JSON. */
 interface ClaimedItem {
   readonly id: string
   readonly task_type: string
@@ -413,7 +144,7 @@ interface ClaimedItem {
 }
 
 /**
- * A claimed unit with its first batch, from a row of {@link claimWithItemsSql} (items as JSON text): the items
+ * A claimed unit with its first batch, from a row of `queue_claim` (items as JSON text): the items
  * before the first that is not yet due (the rest of the unit waits with it).
  */
 const claimedOf = (
@@ -435,7 +166,7 @@ const claimedOf = (
 }
 
 /**
- * Claims up to `limit` work units for `owner` (see {@link claimSql}; "due" by the `Clock`); returns the
+ * Claims up to `limit` work units for `owner` ("due" by the `Clock`); returns the
  * {@link Claim}s, oldest first. Runs as a call of the function `queue_claim` with no items per unit (the claim
  * of {@link claimWithItems}, whose kept plan walks the indexes in order): the statement's text, planned afresh on
  * each call, may sort the whole backlog (docs/results/deriver-throughput.md).
@@ -454,43 +185,11 @@ export const claim = (
     : Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.map(
         connection.query<{ work_unit_key: string; id: string }>(
-          `SELECT work_unit_key, id FROM ${calls(schema).claim}`,
+          claimWithItemsCall(schema),
           [limit, owner, 0, now]
         ),
         (rows) => rows.map((row) => ({ workUnitKey: row.work_unit_key, owner, id: row.id }))
       ))
-
-/**
- * The stale cleanup statement: deletes ownership rows whose heartbeat is older than `$1` seconds, skipping
- * rows that another transaction has locked (`FOR UPDATE SKIP LOCKED`).
- *
- * @since 0.1.0
- * @category statements
- */
-export const cleanupStaleSql = (schema: SchemaName.SchemaName): string => {
-  const { sessions } = tables(schema)
-  return `DELETE FROM ${sessions} WHERE id IN (
-  SELECT id FROM ${sessions}
-  WHERE last_updated < now() - make_interval(secs => $1::float8)
-  FOR UPDATE SKIP LOCKED
-) RETURNING work_unit_key`
-}
-
-/**
- * Removes stale ownership rows (no heartbeat for `staleAfterSeconds`); returns the freed unit keys.
- *
- * @since 0.1.0
- * @category effects
- */
-export const cleanupStale = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  staleAfterSeconds: number
-): Effect.Effect<ReadonlyArray<string>, QueryError> =>
-  Effect.map(
-    connection.query<{ work_unit_key: string }>(cleanupStaleSql(schema), [staleAfterSeconds]),
-    (rows) => rows.map((row) => row.work_unit_key)
-  )
 
 /**
  * The next items of a claimed unit in id order (at most `limit`), skipping dead letters and stopping before the
@@ -515,25 +214,25 @@ export const nextItems = (
       (rows) => rows.map((row) => itemOf(row, claim.workUnitKey))
     ))
 
-const nextItemsSql = perSchema((schema) =>
-  `SELECT i.id::text AS id, i.task_type, i.payload::text AS payload, i.attempts
-         FROM (${unitItemsSql(schema, "$1", "$2", "$5")}) i
-         WHERE EXISTS (SELECT 1 FROM ${tables(schema).sessions} s
-                       WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
-         ORDER BY i.id`
+/**
+ * The read of a unit's next batch: `$1` the unit, `$2` the batch size, `$3` the owner, `$4` the claim id, `$5` now
+ * (epoch milliseconds). Its live items in id order, up to (not including) the first whose time is after now: a
+ * unit is handled in order, so an item waiting for its time holds back the rest. Nothing once the claim is gone.
+ */
+const nextItemsSql = perSchema(({ queue, sessions }) =>
+  `SELECT w.id::text AS id, w.task_type, w.payload::text AS payload, w.attempts
+FROM (
+  SELECT b.*, bool_or(b.run_at > to_timestamp($5::float8 / 1000)) OVER (ORDER BY b.id) AS held
+  FROM (
+    SELECT q.id, q.task_type, q.payload, q.attempts, q.run_at FROM ${queue} q
+    WHERE q.work_unit_key = $1 AND NOT q.processed AND q.dead_at IS NULL
+    ORDER BY q.id LIMIT $2
+  ) b
+) w
+WHERE w.held IS NOT TRUE
+  AND EXISTS (SELECT 1 FROM ${sessions} s WHERE s.work_unit_key = $1 AND s.owner = $3 AND s.id = $4::bigint)
+ORDER BY w.id`
 )
-
-/** An item from a row with its payload as jsonb text (always valid JSON). */
-const itemOf = (
-  row: { readonly id: string; readonly task_type: string; readonly payload: string; readonly attempts: number },
-  workUnitKey: string
-): Item => ({
-  id: row.id,
-  workUnitKey,
-  taskType: row.task_type,
-  payload: JSON.parse(row.payload) as unknown,
-  attempts: row.attempts
-})
 
 /**
  * The outcome of one handled item: processed (`error` undefined), or marked with its error (failed for good);
@@ -581,115 +280,8 @@ const outcomesJson = (outcomes: ReadonlyArray<Outcome>): string =>
     dead: dead === true
   })))
 
-/**
- * The record statements' check of the claim (owner `$3`, claim id `$5` of unit `$2`): with `$4` (release) it deletes
- * the ownership row (`released`), else bumps its heartbeat (`beat`); either returns a row only while the claim holds.
- */
-const claimHeld = (sessions: string) =>
-  `beat AS (
-        UPDATE ${sessions} SET last_updated = now()
-        WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND NOT $4::boolean RETURNING 1
-      ), released AS (
-        DELETE FROM ${sessions}
-        WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
-      )`
-
-/** Whether the claim held: true when `beat` or `released` of {@link claimHeld} returned its row. */
-const holds = "(EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))"
-
-/**
- * The record statement of {@link record}: `$1` the outcomes (a JSON array of `{ id, error, retry_at, dead }`;
- * an outcome of only `{ id, error }`, as a previous release sends, is processed or failed as before), `$2` the
- * unit, `$3` the owner, `$4` release (else heartbeat), `$5` the claim id. Every outcome counts one attempt and
- * keeps its error as the item's `last_error`; a retry sets the item's `run_at`, a dead letter sets `dead_at`
- * and the time `infinity`; both leave it unprocessed. A retry also moves the unit's later items to its time
- * (those with no time or an earlier one): they could not run before it anyway, and so they leave the claim's
- * walk of untimed items (a waiting unit costs the claim nothing, however long its backlog) for the walk of
- * timed ones, which reaches them when they are due. Queue migration 8 installs it in the function
- * `queue_record` ({@link functions}, {@link recordBody}: a batch of done outcomes takes {@link recordDoneSql}),
- * which {@link record} calls: a change to it needs a new migration that replaces the function.
- *
- * @since 0.2.0
- * @category statements
- */
-export const recordSql = (schema: SchemaName.SchemaName): string => {
-  const { queue, sessions } = tables(schema)
-  return `WITH outcome AS (
-        SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error,
-               to_timestamp((o ->> 'retry_at')::float8 / 1000) AS retry_at,
-               coalesce((o ->> 'dead')::boolean, false) AS dead,
-               o ->> 'retry_at' IS NULL AND NOT coalesce((o ->> 'dead')::boolean, false) AS done
-        FROM jsonb_array_elements($1::jsonb) AS o
-      ), ${claimHeld(sessions)}, marked AS (
-        UPDATE ${queue} q
-        SET processed = outcome.done,
-            error = CASE WHEN outcome.done THEN outcome.error END,
-            attempts = q.attempts + 1,
-            last_error = coalesce(outcome.error, q.last_error),
-            run_at = CASE WHEN outcome.dead THEN 'infinity'::timestamptz ELSE coalesce(outcome.retry_at, q.run_at) END,
-            dead_at = CASE WHEN outcome.dead THEN clock_timestamp() END,
-            processed_by = CASE WHEN outcome.done THEN $3 END,
-            processed_claim = CASE WHEN outcome.done THEN $5::bigint END,
-            processed_at = CASE WHEN outcome.done THEN clock_timestamp() END
-        FROM outcome
-        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
-          AND ${holds}
-        RETURNING q.id
-      ), retried AS (
-        SELECT min(id) AS id, max(retry_at) AS retry_at FROM outcome WHERE retry_at IS NOT NULL
-      ), held AS (
-        UPDATE ${queue} q SET run_at = retried.retry_at
-        FROM retried
-        WHERE retried.id IS NOT NULL AND q.work_unit_key = $2 AND q.id > retried.id AND NOT q.processed
-          AND q.dead_at IS NULL AND (q.run_at IS NULL OR q.run_at < retried.retry_at)
-          AND ${holds}
-        RETURNING 1
-      ) SELECT ${holds} AS owned,
-               (SELECT count(*) FROM marked)::int AS marked`
-}
-
-/**
- * The record statement of {@link recordSql} for a batch whose outcomes are all done (processed, with or without
- * an error: no retry, no dead letter), the common case: the same marks, ownership check and result, without the
- * retry's steps (the time it sets on the unit's later items). It costs about what the record cost before retries
- * existed. The function `queue_record_done` (queue migration 8) runs it alone, and {@link record} calls that for a
- * batch of done outcomes: the test of the outcomes in `queue_record` ({@link recordBody}), which a previous
- * release calls, cost a 10-item record about 10 µs.
- *
- * @since 0.3.0
- * @category statements
- */
-export const recordDoneSql = (schema: SchemaName.SchemaName): string => {
-  const { queue, sessions } = tables(schema)
-  return `WITH outcome AS (
-        SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error FROM jsonb_array_elements($1::jsonb) AS o
-      ), ${claimHeld(sessions)}, marked AS (
-        UPDATE ${queue} q
-        SET processed = true, error = outcome.error, attempts = q.attempts + 1,
-            last_error = coalesce(outcome.error, q.last_error),
-            processed_by = $3, processed_claim = $5::bigint, processed_at = clock_timestamp()
-        FROM outcome
-        WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
-          AND ${holds}
-        RETURNING q.id
-      ) SELECT ${holds} AS owned,
-               (SELECT count(*) FROM marked)::int AS marked`
-}
-
-/**
- * The body of the function `queue_record` (queue migration 8): {@link recordDoneSql} when every outcome of `$1`
- * is done, else {@link recordSql}. Two statements, so each keeps a plan of its own; the test of `$1` is one
- * expression, not a query.
- *
- * @since 0.3.0
- * @category statements
- */
-export const recordBody = (schema: SchemaName.SchemaName): string =>
-  branchBody(
-    "jsonb_path_exists($1, '$[*] ? (@.retry_at != null || @.dead == true)')",
-    recordSql(schema),
-    recordDoneSql(schema)
-  )
+/** The record functions' arguments: outcomes, unit, owner, release, claim id. */
+const recordArguments = "($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)"
 
 /**
  * Records the outcomes of a batch of one unit's items in ONE statement: marks each item processed (with its
@@ -723,16 +315,16 @@ export const record = (
     (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
   )
 
-const recordCall = perSchema((schema) => `SELECT owned, marked FROM ${calls(schema).record}`)
-const recordDoneCall = perSchema((schema) => `SELECT owned, marked FROM ${calls(schema).recordDone}`)
+const recordCall = perSchema(({ record }) => `SELECT owned, marked FROM ${record}${recordArguments}`)
+const recordDoneCall = perSchema(({ recordDone }) => `SELECT owned, marked FROM ${recordDone}${recordArguments}`)
 
 /** Whether every outcome is done (processed, with or without an error): no retry, no dead letter. */
 const allDone = (outcomes: ReadonlyArray<Outcome>): boolean =>
   outcomes.every((outcome) => outcome.retryAt === undefined && outcome.dead !== true)
 
 /**
- * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link recordSql}
- * (`queue_record_done` with `outcomes` "done": every outcome of `$1` is done, see {@link recordDoneSql}), then,
+ * The statement of {@link recordAndClaim}: `queue_record` with `$1`–`$5` as in {@link calls}
+ * (`queue_record_done` with `outcomes` "done": every outcome of `$1` is done), then,
  * only when the claim still held, `queue_claim` of up to `$6` units for the same owner with `$7` items each, due
  * at `$8` (now, epoch milliseconds). Each function's statement runs on a snapshot of its own, so the claim sees
  * the record's release. One row per claimed unit, or one row with no unit.
@@ -741,15 +333,14 @@ const allDone = (outcomes: ReadonlyArray<Outcome>): boolean =>
  * @category statements
  */
 export const recordAndClaimSql = (schema: SchemaName.SchemaName, outcomes: "done" | "any" = "any"): string => {
-  const { claim } = functions(schema)
+  const { claim } = names(schema)
   return `SELECT r.owned, r.marked, c.work_unit_key, c.id, c.items
 FROM ${outcomes === "done" ? calls(schema).recordDone : calls(schema).record} r
 LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer, $8::float8) c ON true`
 }
 
-const recordAndClaimText = perSchema((schema) => recordAndClaimSql(schema, "any"))
-const recordDoneAndClaimText = perSchema((schema) => recordAndClaimSql(schema, "done"))
-
+const recordAndClaimText = perSchema((_, schema) => recordAndClaimSql(schema, "any"))
+const recordDoneAndClaimText = perSchema((_, schema) => recordAndClaimSql(schema, "done"))
 /**
  * {@link record}, then the claim of up to `limit` more units for the same owner, with the first `batchSize`
  * items of each (as {@link claimWithItems}), in ONE statement and one transaction: a worker that finishes a
@@ -810,7 +401,7 @@ export const heartbeat = (
 ): Effect.Effect<boolean, QueryError> =>
   Effect.map(
     connection.query(
-      `UPDATE ${tables(schema).sessions} SET last_updated = now()
+      `UPDATE ${names(schema).sessions} SET last_updated = now()
        WHERE work_unit_key = $1 AND owner = $2 AND id = $3::bigint RETURNING 1`,
       [claim.workUnitKey, claim.owner, claim.id]
     ),
@@ -833,7 +424,7 @@ export const release = (
     connection,
     claims,
     (c) => ({ work_unit_key: c.workUnitKey, owner: c.owner, id: c.id }),
-    `DELETE FROM ${tables(schema).sessions} s
+    `DELETE FROM ${names(schema).sessions} s
      USING jsonb_to_recordset($1::jsonb) AS c(work_unit_key text, owner text, id text)
      WHERE s.work_unit_key = c.work_unit_key AND s.owner = c.owner AND s.id = c.id::bigint
      RETURNING 1`,
@@ -852,234 +443,51 @@ export const releaseOwner = (
   owner: string
 ): Effect.Effect<number, QueryError> =>
   Effect.map(
-    connection.query(`DELETE FROM ${tables(schema).sessions} WHERE owner = $1 RETURNING 1`, [owner]),
+    connection.query(`DELETE FROM ${names(schema).sessions} WHERE owner = $1 RETURNING 1`, [owner]),
     (rows) => rows.length
   )
 
 /**
- * Deletes up to `limit` processed items created more than `olderThanSeconds` ago (the history retention);
- * returns how many it deleted. Reads the partial index of processed rows by age, skips rows another
- * transaction holds, and never touches unprocessed items.
+ * Moved to {@link Enqueue.enqueue}.
  *
+ * @deprecated Since 0.3.0: use `Enqueue.enqueue`; this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category effects
+ */
+export const enqueue: typeof Enqueue.enqueue = Enqueue.enqueue
+
+/**
+ * Moved to {@link Enqueue.NewItem}.
+ *
+ * @deprecated Since 0.3.0: use `Enqueue.NewItem`; this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category models
+ */
+export type NewItem = Enqueue.NewItem
+
+/**
+ * Moved to {@link Maintenance.cleanupStale}.
+ *
+ * @deprecated Since 0.3.0: use `Maintenance.cleanupStale`; this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category effects
+ */
+export const cleanupStale: typeof Maintenance.cleanupStale = Maintenance.cleanupStale
+
+/**
+ * Moved to {@link Maintenance.cleanupStaleSql}.
+ *
+ * @deprecated Since 0.3.0: use `Maintenance.cleanupStaleSql`; this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category statements
+ */
+export const cleanupStaleSql: typeof Maintenance.cleanupStaleSql = Maintenance.cleanupStaleSql
+
+/**
+ * Moved to {@link Maintenance.pruneHistory}.
+ *
+ * @deprecated Since 0.3.0: use `Maintenance.pruneHistory`; this alias goes in 0.4.0.
  * @since 0.2.0
  * @category effects
  */
-export const pruneHistory = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  olderThanSeconds: number,
-  limit: number
-): Effect.Effect<number, QueryError> => {
-  const { queue } = tables(schema)
-  return Effect.map(
-    connection.query(
-      `DELETE FROM ${queue} WHERE id IN (
-         SELECT id FROM ${queue} WHERE processed AND created_at < now() - make_interval(secs => $1::float8)
-         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED
-       ) RETURNING 1`,
-      [olderThanSeconds, limit]
-    ),
-    (rows) => rows.length
-  )
-}
-
-/**
- * The queue's depth and its oldest due item, as the deriver samples them for its gauges: live items (unprocessed,
- * not dead letters) that are due now and those waiting for their time (a retry's, or the time they were enqueued
- * with), each counted up to `cap`; and when the oldest due item became due (epoch milliseconds; null when none is).
- *
- * @since 0.3.0
- * @category models
- */
-export interface Depth {
-  /** Due items, at most `cap` (a value of `cap` means at least that many). */
-  readonly due: number
-  /** Items waiting for their time, at most `cap`. */
-  readonly waiting: number
-  /** When the oldest due item became due: its `run_at`, or its `created_at` when it never had a time. */
-  readonly oldestDueAt: number | null
-}
-
-/**
- * The depth statement (see {@link Depth}); `$1` the cap, `$2` now in epoch milliseconds. It reads only the claim's
- * partial indexes: items never timed (`queue_ready_id_idx`) and timed ones (`queue_run_at_idx`; a dead letter's
- * time is `infinity`, so it is left out without reading the row). Each count stops after `$1` rows (`LIMIT`), so
- * its cost is bounded by the cap, not the backlog; the oldest due item is the first row of each index. The
- * measurements are in docs/results/queue-depth.md.
- *
- * @since 0.3.0
- * @category statements
- */
-export const depthSql = (schema: SchemaName.SchemaName): string => {
-  const { queue } = tables(schema)
-  const now = at("$2")
-  return `SELECT
-  (SELECT count(*) FROM (SELECT 1 FROM ${queue} WHERE NOT processed AND run_at IS NULL LIMIT $1) r)::int AS ready,
-  (SELECT count(*) FROM (SELECT 1 FROM ${queue} WHERE NOT processed AND run_at <= ${now} LIMIT $1) d)::int AS due,
-  (SELECT count(*) FROM (
-     SELECT 1 FROM ${queue} WHERE NOT processed AND run_at > ${now} AND run_at < 'infinity' LIMIT $1
-   ) w)::int AS waiting,
-  (extract(epoch FROM least(
-     (SELECT created_at FROM ${queue} WHERE NOT processed AND run_at IS NULL ORDER BY id LIMIT 1),
-     (SELECT run_at FROM ${queue} WHERE NOT processed AND run_at <= ${now} ORDER BY run_at, id LIMIT 1)
-   )) * 1000)::float8 AS oldest_due_at`
-}
-
-/**
- * Samples the queue's {@link Depth}, counting up to `cap` per state; "due" by the `Clock`. One statement.
- *
- * @since 0.3.0
- * @category effects
- */
-export const depth = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  cap: number
-): Effect.Effect<Depth, QueryError> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      connection.query<{ ready: number; due: number; waiting: number; oldest_due_at: number | null }>(
-        depthSql(schema),
-        [cap, now]
-      ),
-      (rows) => {
-        const row = rows[0]
-        return {
-          due: Math.min(cap, Number(row?.ready ?? 0) + Number(row?.due ?? 0)),
-          waiting: Number(row?.waiting ?? 0),
-          oldestDueAt: row?.oldest_due_at === null || row?.oldest_due_at === undefined
-            ? null
-            : Number(row.oldest_due_at)
-        }
-      }
-    ))
-
-/**
- * A dead letter: an item whose handler ran out of attempts. It stays unprocessed and is never claimed (its
- * unit's later items go on) until it is {@link replay}ed.
- *
- * @since 0.3.0
- * @category models
- */
-export interface DeadLetter {
-  readonly id: string
-  readonly workUnitKey: string
-  readonly taskType: string
-  readonly payload: unknown
-  readonly attempts: number
-  /** The error of its last attempt. */
-  readonly lastError: string | null
-  /** When it died (epoch milliseconds). */
-  readonly deadAt: number
-}
-
-/**
- * Which dead letters a listing or a replay means: one item, a unit's, a task type's, or all.
- *
- * @since 0.3.0
- * @category models
- */
-export type DeadLetterSelector =
-  | { readonly _tag: "Item"; readonly id: string }
-  | { readonly _tag: "Unit"; readonly workUnitKey: string }
-  | { readonly _tag: "TaskType"; readonly taskType: string }
-  | { readonly _tag: "All" }
-
-/** The selector as a condition on `q` with its parameter in `$n`. */
-const selects = (selector: DeadLetterSelector, n: number): { readonly where: string; readonly value: unknown } => {
-  switch (selector._tag) {
-    case "Item":
-      return { where: `q.id = $${n}::bigint`, value: selector.id }
-    case "Unit":
-      return { where: `q.work_unit_key = $${n}::text`, value: selector.workUnitKey }
-    case "TaskType":
-      return { where: `q.task_type = $${n}::text`, value: selector.taskType }
-    case "All":
-      return { where: `$${n}::text IS NULL`, value: null }
-  }
-}
-
-/**
- * Lists up to `limit` dead letters that `selector` names, oldest first (through the partial index
- * `queue_dead_idx`).
- *
- * @since 0.3.0
- * @category effects
- */
-export const deadLetters = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  selector: DeadLetterSelector,
-  limit: number
-): Effect.Effect<ReadonlyArray<DeadLetter>, QueryError> => {
-  const { value, where } = selects(selector, 1)
-  return Effect.map(
-    connection.query<
-      {
-        id: string
-        work_unit_key: string
-        task_type: string
-        payload: string
-        attempts: number
-        last_error: string | null
-        dead_at: number
-      }
-    >(
-      `SELECT q.id::text AS id, q.work_unit_key, q.task_type, q.payload::text AS payload, q.attempts, q.last_error,
-              (extract(epoch FROM q.dead_at) * 1000)::float8 AS dead_at
-       FROM ${tables(schema).queue} q
-       WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where}
-       ORDER BY q.id LIMIT $2`,
-      [value, limit]
-    ),
-    (rows) =>
-      rows.map((row) => ({
-        ...itemOf(row, row.work_unit_key),
-        attempts: row.attempts,
-        lastError: row.last_error,
-        deadAt: row.dead_at
-      }))
-  )
-}
-
-/**
- * Dead letters by task type (for the queue status and metrics).
- *
- * @since 0.3.0
- * @category effects
- */
-export const deadLetterCounts = (
-  connection: Connection,
-  schema: SchemaName.SchemaName
-): Effect.Effect<ReadonlyMap<string, number>, QueryError> =>
-  Effect.map(
-    connection.query<{ task_type: string; n: number }>(
-      `SELECT q.task_type, count(*)::int AS n FROM ${tables(schema).queue} q
-       WHERE q.dead_at IS NOT NULL AND NOT q.processed GROUP BY 1 ORDER BY 1`
-    ),
-    (rows) => new Map(rows.map((row) => [row.task_type, row.n]))
-  )
-
-/**
- * Replays the dead letters that `selector` names: back to pending, due at once, attempts reset (the last error
- * stays until the next attempt). Returns how many. A replayed item runs again in its unit's order: before its
- * unit's live items with later ids, after the ones that went on while it was dead.
- *
- * @since 0.3.0
- * @category effects
- */
-export const replay = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  selector: DeadLetterSelector
-): Effect.Effect<number, QueryError> => {
-  const { value, where } = selects(selector, 1)
-  return Effect.map(
-    connection.query(
-      `UPDATE ${tables(schema).queue} q SET dead_at = NULL, run_at = NULL, attempts = 0
-       WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where} RETURNING 1`,
-      [value]
-    ),
-    (rows) => rows.length
-  )
-}
+export const pruneHistory: typeof Maintenance.pruneHistory = Maintenance.pruneHistory

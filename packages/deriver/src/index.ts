@@ -70,11 +70,26 @@ export * as Overload from "./Overload.ts"
 export * as PollLoop from "./PollLoop.ts"
 
 /**
- * The queue's SQL.
+ * The queue's hot path: claim units with their first batches, read a unit's later batches, record outcomes with
+ * the heartbeat or the release.
  *
  * @since 0.1.0
  */
 export * as Queue from "./Queue.ts"
+
+/**
+ * Enqueueing items, in the writer's own transaction.
+ *
+ * @since 0.3.0
+ */
+export * as Enqueue from "./Enqueue.ts"
+
+/**
+ * The queue's maintenance: stale cleanup, history retention, depth sample.
+ *
+ * @since 0.3.0
+ */
+export * as Maintenance from "./Maintenance.ts"
 
 /**
  * The queue's migrations.

@@ -10,9 +10,9 @@ import { SchemaName } from "@resilience/schema"
 import { TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
+import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
-import * as Queue from "../src/Queue.ts"
 import { count, Database, eventually, freshSchema, testConfig } from "./support.ts"
 
 type Polled = Extract<PollLoop.Event, { _tag: "Polled" }>
@@ -31,7 +31,7 @@ layer(Database, { excludeTestServices: true })("Claim deadline (PostgreSQL)", (i
       const database = yield* TestDatabase
       const db = yield* DbSession
       const schema = yield* freshSchema
-      yield* db.withConnection((c) => Queue.enqueue(c, schema, [{ workUnitKey: "u", taskType: "noop", payload: {} }]))
+      yield* db.withConnection((c) => Enqueue.enqueue(c, schema, [{ workUnitKey: "u", taskType: "noop", payload: {} }]))
       const waitingOnLock = count(
         // this suite's database only: other files' claims on the shared server run at the same time
         `SELECT count(*) FROM pg_stat_activity

@@ -7,8 +7,8 @@ import { Deferred, Effect, Predicate, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import type * as DeriverConfig from "../src/DeriverConfig.ts"
+import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
-import * as Queue from "../src/Queue.ts"
 import { count, Database, eventually, freshSchema, testConfig } from "./support.ts"
 
 const unprocessed = (schema: SchemaName.SchemaName) =>
@@ -16,10 +16,10 @@ const unprocessed = (schema: SchemaName.SchemaName) =>
 const owned = (schema: SchemaName.SchemaName) =>
   count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
 
-const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Queue.NewItem>) =>
+const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Enqueue.NewItem>) =>
   Effect.gen(function*() {
     const db = yield* DbSession
-    return yield* db.withConnection((c) => Queue.enqueue(c, schema, items))
+    return yield* db.withConnection((c) => Enqueue.enqueue(c, schema, items))
   })
 
 /** Runs `body` with derivers started in their own scope, closed (gracefully) at the end. */

@@ -14,20 +14,21 @@ import { PrometheusMetrics } from "effect/observability"
 import { randomBytes } from "node:crypto"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
+import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
-import * as Queue from "../src/Queue.ts"
+import * as Maintenance from "../src/Maintenance.ts"
 import { Database, eventually, freshSchema, testConfig } from "./support.ts"
 
-const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Queue.NewItem>) =>
+const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Enqueue.NewItem>) =>
   Effect.gen(function*() {
     const db = yield* DbSession
-    return yield* db.withConnection((c) => Queue.enqueue(c, schema, items))
+    return yield* db.withConnection((c) => Enqueue.enqueue(c, schema, items))
   })
 
 const depth = (schema: SchemaName.SchemaName, cap: number) =>
   Effect.gen(function*() {
     const db = yield* DbSession
-    return yield* db.withConnection((c) => Queue.depth(c, schema, cap))
+    return yield* db.withConnection((c) => Maintenance.depth(c, schema, cap))
   })
 
 const gauge = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)

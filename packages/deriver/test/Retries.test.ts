@@ -219,7 +219,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         assert.include(poison!.last_error!, "downstream rejected it")
         const listed = yield* DeadLetters.run(schema, yield* DeadLetters.parse(["list", "--unit", "p"]))
         assert.strictEqual(listed.length, 1)
-        assert.strictEqual((JSON.parse(listed[0]!) as Queue.DeadLetter).id, poison!.id)
+        assert.strictEqual((JSON.parse(listed[0]!) as DeadLetters.DeadLetter).id, poison!.id)
 
         // Fixed downstream; the operator replays the unit's dead letters.
         fixed = true

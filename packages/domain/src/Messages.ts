@@ -6,7 +6,7 @@
  */
 import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
-import { Queue } from "@resilience/deriver"
+import { Enqueue } from "@resilience/deriver"
 import type { Model } from "@resilience/model"
 import { SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
@@ -69,7 +69,7 @@ export const store = (
       [workspace, session]
     )
     const peers = [...new Set(messages.map((message) => message.peer))]
-    const enqueued = yield* Queue.enqueue(
+    const enqueued = yield* Enqueue.enqueue(
       connection,
       schema,
       peers.map((peer) => ({
