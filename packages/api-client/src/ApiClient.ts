@@ -15,11 +15,11 @@ import { Effect, Metric, Option, Predicate, Redacted, Schema } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { ApiRejected, ApiUnauthorized, ApiUnavailable, type ClientError } from "./ClientErrors.ts"
-import * as ClientMetrics from "./ClientMetrics.ts"
-import { type Call, CurrentCall } from "./CurrentCall.ts"
+import * as ClientMetrics from "./internal/ClientMetrics.ts"
+import { type Call, CurrentCall } from "./internal/CurrentCall.ts"
+import * as Transport from "./internal/Transport.ts"
 import * as RetryBudget from "./RetryBudget.ts"
 import * as RetryPolicy from "./RetryPolicy.ts"
-import * as Transport from "./Transport.ts"
 
 /**
  * Options of a client: where the API is, the retries ({@link RetryPolicy.Options}) and the retry budget (its
@@ -119,6 +119,7 @@ const statusOf = (u: unknown): number | undefined => {
 /**
  * The typed error of a failed call.
  *
+ * @deprecated since 0.3.0: internal, what `make`'s calls fail with; no longer exported from the next minor release.
  * @since 0.1.0
  * @category decisions
  */

@@ -52,6 +52,8 @@ export interface RetryBudget {
 /**
  * `api_client_retry_budget_tokens`: tokens left in the budget after its last change.
  *
+ * @deprecated since 0.3.0: internal (the gauge reaches a dashboard through the application's exporter); no longer
+ * exported from the next minor release.
  * @since 0.1.0
  * @category metrics
  */
@@ -62,6 +64,8 @@ export const balanceGauge = Metric.gauge("api_client_retry_budget_tokens", {
 /**
  * Validates the options: `maxTokens` an integer in [0, 1000000], `ratio` a number in (0, 1].
  *
+ * @deprecated since 0.3.0: internal, the validation {@link make} runs; no longer exported from the next minor
+ * release.
  * @since 0.1.0
  * @category constructors
  */

@@ -7,7 +7,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect, Fiber, Random } from "effect"
 import { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
-import { RetryBudget, RetryPolicy, Transport } from "../src/index.ts"
+import { RetryBudget, RetryPolicy } from "../src/index.ts"
+import * as Transport from "../src/internal/Transport.ts"
 
 const CLIENTS = 1_000
 const BUCKETS = 10

@@ -11,11 +11,11 @@ import { Clock, Duration, Effect, Metric, Random } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientError } from "effect/http"
 import { randomUUID } from "node:crypto"
-import { ApiUnavailable, type GaveUp } from "./ClientErrors.ts"
+import { ApiUnavailable, type GaveUp } from "../ClientErrors.ts"
+import type * as RetryBudget from "../RetryBudget.ts"
+import * as RetryPolicy from "../RetryPolicy.ts"
 import * as ClientMetrics from "./ClientMetrics.ts"
 import { CurrentCall } from "./CurrentCall.ts"
-import type * as RetryBudget from "./RetryBudget.ts"
-import * as RetryPolicy from "./RetryPolicy.ts"
 
 /**
  * The header of the idempotency key.
