@@ -11,10 +11,10 @@ import type { Connection } from "./Connection.ts"
 import * as DbConfig from "./DbConfig.ts"
 import type { Driver, DriverName, RawConnection } from "./Driver.ts"
 import type { CheckoutError, DatabaseUnavailable, DbError, QueryFailed } from "./Errors.ts"
-import * as Metrics from "./Metrics.ts"
-import * as PgDriver from "./PgDriver.ts"
+import * as Metrics from "./internal/Metrics.ts"
+import * as PgDriver from "./internal/PgDriver.ts"
+import * as PostgresDriver from "./internal/PostgresDriver.ts"
 import * as Pool from "./Pool.ts"
-import * as PostgresDriver from "./PostgresDriver.ts"
 import * as Tls from "./Tls.ts"
 
 /**
@@ -70,13 +70,8 @@ export class DbSession extends Context.Service<DbSession, {
     )
 }
 
-/**
- * The driver for a name.
- *
- * @since 0.1.0
- * @category decisions
- */
-export const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.driver : PostgresDriver.driver
+/** The driver for a name. */
+const driverFor = (name: DriverName): Driver => name === "pg" ? PgDriver.driver : PostgresDriver.driver
 
 /** The client-side statement deadline passed: `STATEMENT_TIMEOUT`, transient in the table. */
 const statementTimedOut = (deadlineMillis: number) =>
@@ -89,13 +84,8 @@ const statementTimedOut = (deadlineMillis: number) =>
 
 const invalid = (message: string) => Effect.die(new Error(`@resilience/db-session: ${message}`))
 
-/**
- * Builds the service; the pool (and its idle connections) lives as long as the surrounding scope.
- *
- * @since 0.1.0
- * @category effects
- */
-export const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
+/** Builds the service; the pool (and its idle connections) lives as long as the surrounding scope. */
+const make = Effect.fnUntraced(function*(options: DbConfig.Options) {
   const connectTimeoutMillis = Duration.toMillis(Duration.fromInputUnsafe(options.connectTimeout))
   if (!(connectTimeoutMillis > 0) || !Number.isFinite(connectTimeoutMillis)) {
     return yield* invalid(`connectTimeout must be a positive, finite duration (got ${String(options.connectTimeout)})`)

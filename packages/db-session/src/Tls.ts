@@ -114,6 +114,8 @@ export interface Settings {
 /**
  * No TLS: the settings of a URL without `ssl*` parameters and no options.
  *
+ * @deprecated since 0.3.0: used nowhere ({@link resolve} returns these settings for such a URL); removed in the
+ * next minor release.
  * @since 0.2.0
  * @category decisions
  */

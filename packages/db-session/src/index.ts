@@ -56,9 +56,12 @@ export * as Errors from "./Errors.ts"
 /**
  * Acquisition metrics.
  *
+ * @deprecated since 0.3.0: internal (`src/internal/Metrics.ts`); nothing outside this package reads these values,
+ * they reach a dashboard through the application's exporter (their names are in the README); removed from the
+ * index in the next minor release.
  * @since 0.1.0
  */
-export * as Metrics from "./Metrics.ts"
+export * as Metrics from "./internal/Metrics.ts"
 
 /**
  * The two pool classes: a fresh connection per checkout (`null`) or an in-process pool (`queue`).

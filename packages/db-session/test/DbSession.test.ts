@@ -6,7 +6,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Saturation } from "@resilience/local-postgres"
 import { ClosedPort, CountingProxy, PgBouncer, SilentListener, SupavisorStandIn } from "@resilience/test-db"
 import { Deferred, Effect, Exit, Fiber, Metric } from "effect"
-import { type CheckoutError, DatabaseUnavailable, DbSession, Metrics, QueryFailed } from "../src/index.ts"
+import { type CheckoutError, DatabaseUnavailable, DbSession, QueryFailed } from "../src/index.ts"
+import * as Metrics from "../src/internal/Metrics.ts"
 import { appName, backends, eventually, freshMetrics, matrix, Server, session } from "./support.ts"
 
 /** One checkout that does nothing; its error, or a failed test if it succeeds. */

@@ -8,8 +8,8 @@ import { Cluster } from "@resilience/local-postgres"
 import { Certificates, PgBouncer } from "@resilience/test-db"
 import { Context, Effect, Layer } from "effect"
 import { type CheckoutError, DatabaseMisconfigured, DbSession, InvalidTlsSetting, Tls } from "../src/index.ts"
-import { driver as pgDriver } from "../src/PgDriver.ts"
-import { driver as postgresDriver } from "../src/PostgresDriver.ts"
+import { driver as pgDriver } from "../src/internal/PgDriver.ts"
+import { driver as postgresDriver } from "../src/internal/PostgresDriver.ts"
 import { session } from "./support.ts"
 
 const drivers = { pg: pgDriver, postgres: postgresDriver } as const

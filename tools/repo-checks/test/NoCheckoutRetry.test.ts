@@ -7,8 +7,8 @@ import { repositoryRoot } from "../src/DocReferences.ts"
 const dbSession = join(repositoryRoot, "packages", "db-session")
 
 describe("no checkout retry in db-session (docs/errors.md, 'No hidden retry')", () => {
-  it("no source file of packages/db-session/src retries, backs off, schedules or repeats", () => {
-    const found = readdirSync(join(dbSession, "src"))
+  it("no source file of packages/db-session/src (src/internal/ included) retries, backs off, schedules or repeats", () => {
+    const found = readdirSync(join(dbSession, "src"), { recursive: true, encoding: "utf8" })
       .filter((name) => name.endsWith(".ts"))
       .flatMap((name) =>
         CheckoutRetry.findings(readFileSync(join(dbSession, "src", name), "utf8")).map(({ line, text }) =>

@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Metric } from "effect"
-import type { UnavailableReason } from "./Errors.ts"
+import type { UnavailableReason } from "../Errors.ts"
 
 /**
  * `ok`, or the failed checkout's reason (`Misconfigured` for a `DatabaseMisconfigured`).

@@ -14,14 +14,14 @@ import { Effect } from "effect"
 import { connect as netConnect, isIP, type Socket } from "node:net"
 import { connect as tlsConnect, type ConnectionOptions } from "node:tls"
 import postgres from "postgres"
-import * as Cancel from "./Cancel.ts"
 import {
   type ConnectOptions,
   type Driver,
   keepAliveInitialDelayMillis,
   noticeError,
   type RawConnection
-} from "./Driver.ts"
+} from "../Driver.ts"
+import * as Cancel from "./Cancel.ts"
 
 /** The error postgres.js receives when it tries to open a second socket for the same connection. */
 const secondSocket = (): Error =>

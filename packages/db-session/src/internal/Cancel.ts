@@ -18,7 +18,7 @@ export interface BackendKey {
 }
 
 /** The 16-byte CancelRequest message: length, the cancel request code 80877102, pid, secret. */
-export const message = (key: BackendKey): Buffer => {
+const message = (key: BackendKey): Buffer => {
   const buffer = Buffer.alloc(16)
   buffer.writeInt32BE(16, 0)
   buffer.writeInt32BE(80877102, 4)

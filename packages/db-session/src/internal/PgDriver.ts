@@ -8,14 +8,14 @@
 import { Effect } from "effect"
 import type { ConnectionOptions } from "node:tls"
 import pg from "pg"
-import * as Cancel from "./Cancel.ts"
 import {
   type ConnectOptions,
   type Driver,
   keepAliveInitialDelayMillis,
   noticeError,
   type RawConnection
-} from "./Driver.ts"
+} from "../Driver.ts"
+import * as Cancel from "./Cancel.ts"
 
 /** The parts of `pg.Client` a cancel needs (set after the startup; not in pg's type declarations). */
 interface BackendFields {
