@@ -49,6 +49,8 @@ export * from "./Errors.ts"
 /**
  * The typed failures as a namespace.
  *
+ * @deprecated since 0.3.0: a second name for the classes exported above (`DatabaseUnavailable`, …), used nowhere;
+ * removed in the next minor release.
  * @since 0.1.0
  */
 export * as Errors from "./Errors.ts"
