@@ -81,10 +81,8 @@ export const isShed = (u: unknown): u is { readonly _tag: "AdmissionShed"; reado
   typeof u.reason === "string"
 
 /**
- * Whether the answer to a failure is a 503: the database is unavailable, or the statement failed transiently.
- *
- * @deprecated since 0.3.0: used only inside this module ({@link fromFailure} and {@link classify} answer the same
- * question with the response); no longer exported from the next minor release.
+ * Whether the answer to a failure is a 503 (the database is unavailable, or the statement failed transiently).
+ * @deprecated since 0.3.0: used only inside this module; no longer exported from the next minor release.
  * @since 0.2.0
  * @category predicates
  */
