@@ -1,6 +1,6 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { ClosedPort, TestDatabase } from "@resilience/test-db"
+import { ClosedPort, Eventually, TestDatabase } from "@resilience/test-db"
 import { Effect, Fiber, Layer, Logger, References } from "effect"
 import { TestClock } from "effect/testing"
 import { randomBytes } from "node:crypto"
@@ -31,10 +31,11 @@ describe("SchemaMigration", () => {
         const migration = yield* SchemaMigration.start({ schema: newSchema(), components, migrate: true }).pipe(
           Effect.provide(Logger.layer([Logger.make((entry) => messages.push(String(entry.message)))]))
         )
-        // the first check runs at once (real I/O); wait until it has failed
-        while ((yield* migration.status)._tag === "Starting") {
-          yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
-        }
+        // the first check runs at once (real I/O, real time: the TestClock stands still); wait until it has failed
+        yield* Eventually.until(
+          "the first check's failure",
+          Effect.map(migration.status, (status) => status._tag !== "Starting")
+        )
         const status = yield* migration.status
         assert.strictEqual(status._tag, "Waiting")
         const error = yield* Effect.flip(migration.ensure)
