@@ -7,7 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { QueueSchema } from "@resilience/deriver"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { TestDatabase } from "@resilience/test-db"
+import { Eventually, TestDatabase } from "@resilience/test-db"
 import { Deferred, Effect, Fiber, Layer, Option, References } from "effect"
 import * as DomainSchema from "../src/DomainSchema.ts"
 import { Domain, Messages, Representations, Workspaces } from "../src/index.ts"
@@ -22,19 +22,19 @@ const payload = { workspace: "acme", session: "s1", peer: "alice" }
 
 /** Done, or waiting on a lock held by another backend of this database (B behind A, if appends serialise). */
 const settled = (b: Fiber.Fiber<unknown, unknown>) =>
-  Effect.gen(function*() {
-    const db = yield* DbSession
-    for (let i = 0; i < 400; i++) {
-      if (b.pollUnsafe() !== undefined) return "committed"
+  Eventually.defined(
+    "append B to commit or to wait on a lock",
+    Effect.gen(function*() {
+      if (b.pollUnsafe() !== undefined) return "committed" as const
+      const db = yield* DbSession
       const waiting = yield* db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity
          WHERE datname = current_database() AND wait_event_type = 'Lock'`
       )
-      if ((waiting[0]?.n ?? 0) > 0) return "waiting"
-      yield* Effect.sleep("10 millis")
-    }
-    return yield* Effect.die("append B neither committed nor waited on a lock within 4 s")
-  })
+      return (waiting[0]?.n ?? 0) > 0 ? "waiting" as const : undefined
+    }),
+    { every: "10 millis" }
+  )
 
 layer(Database, { excludeTestServices: true })("commit order (PostgreSQL)", (it) => {
   it.effect("an append committing after a later one was folded in is still folded in, exactly once", () =>

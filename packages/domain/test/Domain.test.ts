@@ -3,7 +3,7 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig } from "@resilience/deriver"
 import { SchemaName } from "@resilience/schema"
-import { TestDatabase } from "@resilience/test-db"
+import { Eventually, TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Option, References, Scope } from "effect"
 import { Domain, Messages, QueueStatus, Representations, Workspaces } from "../src/index.ts"
 import * as Names from "../src/Names.ts"
@@ -32,11 +32,12 @@ const runDeriverUntilIdle = Effect.gen(function*() {
   }))
   const scope = yield* Scope.make()
   yield* Scope.provide(Deriver.start({ schema, handlers: Domain.handlers(schema), config }), scope)
-  for (let i = 0; i < 400; i++) {
-    const status = yield* QueueStatus.forWorkspace(schema, "acme")
-    if (status.pending === 0 && status.inProgress === 0) break
-    yield* Effect.sleep("25 millis")
-  }
+  yield* Eventually.satisfying(
+    "the deriver's drain of acme's queue",
+    QueueStatus.forWorkspace(schema, "acme"),
+    (status) => status.pending === 0 && status.inProgress === 0,
+    { every: "25 millis" }
+  )
   yield* Scope.close(scope, Exit.void)
 })
 
