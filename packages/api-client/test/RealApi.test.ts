@@ -6,6 +6,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Cluster, Saturation } from "@resilience/local-postgres"
+import { Eventually } from "@resilience/test-db"
 import { Context, Effect, Fiber, Layer, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { ApiClient } from "../src/index.ts"
@@ -114,7 +115,10 @@ shared("the client against the real API", (it) => {
         const write = (content: string) =>
           c.appendMessages({ token, workspace: "keys", session: "s", messages: [{ peer: "alice", content }] })
         const first = yield* Effect.forkChild(write("during the outage"))
-        while (to(proxy.arrivals, "/messages").length < 3) yield* Effect.sleep("20 millis")
+        yield* Eventually.until(
+          () => `three attempts of the write (${to(proxy.arrivals, "/messages").length} so far)`,
+          Effect.sync(() => to(proxy.arrivals, "/messages").length >= 3)
+        )
         yield* Effect.orDie(saturation.release)
         assert.deepStrictEqual(yield* Fiber.join(first), { stored: 1, enqueued: 1 })
         yield* write("after the outage")

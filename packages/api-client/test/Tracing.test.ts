@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cluster } from "@resilience/local-postgres"
 import { Otlp } from "@resilience/telemetry"
-import { HttpStandIn } from "@resilience/test-db"
+import { Eventually, HttpStandIn } from "@resilience/test-db"
 import { ConfigProvider, Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { ApiClient } from "../src/index.ts"
@@ -116,7 +116,14 @@ describe("OTLP export", () => {
           return api.some((span) => span.name === "db.acquire") &&
             api.some((span) => span.parentSpanId !== undefined && clientIds.has(span.parentSpanId))
         }
-        for (let waited = 0; waited < 200 && !complete(); waited++) yield* Effect.sleep("100 millis")
+        yield* Eventually.until(
+          () =>
+            `the API's span under the client's and its db.acquire (seen: ${
+              inTrace().map((span) => `${span.service}:${span.name}`).join(", ")
+            })`,
+          Effect.sync(complete),
+          { every: "100 millis" }
+        )
         const spans = inTrace()
         const summary = spans.map((span) => `${span.service}:${span.name}`).join(", ")
         const client = spans.filter((span) => span.service === "client-under-test")
