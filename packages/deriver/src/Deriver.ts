@@ -4,8 +4,8 @@
  * with their error) and the heartbeat in one statement, backs off on database failures, and releases its ownership rows on shutdown.
  * Every database access is one checkout through `DbSession` (a single connection attempt).
  *
- * The file reads top to bottom as the steps of one deriver: {@link pollStep} (stale cleanup and claim),
- * the item steps (run each handler under a heartbeat, classify its outcome, record a batch at once), the unit steps
+ * The file reads top to bottom as the steps of one deriver: {@link fetch} (the claim), the maintenance loop
+ * (stale cleanup, history retention, depth sample), the item steps (run each handler under a heartbeat, classify its outcome, record a batch at once), the unit steps
  * (drain, release), the shutdown release, and {@link start}, which wires them into the loop.
  *
  * @since 0.1.0
@@ -32,6 +32,7 @@ import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
 import * as Queue from "./Queue.ts"
 import * as Retries from "./Retries.ts"
+import * as Scheduling from "./Scheduling.ts"
 
 /**
  * What a deriver needs: the schema it serves, its handlers and its settings.
@@ -75,6 +76,11 @@ interface Shared<R> {
   readonly handlerSession: DbSession["Service"]
   /** Wakes the loop when a retry this deriver recorded comes due. */
   readonly dueWake: DueWake.DueWake
+  /**
+   * Whether the last poll that reached the database succeeded: the maintenance loop runs its rounds only then, so
+   * while the database fails, every connection attempt is a poll's (spec §8: one attempt per poll).
+   */
+  readonly answering: { value: boolean }
 }
 
 /**
@@ -100,27 +106,33 @@ type HandlerOutcome =
   | { readonly database: unknown }
 
 // ---------------------------------------------------------------------------------------------------------
-// Poll: one checkout, the stale cleanup when due, then the claim
+// Fetch: one checkout, one claim
 
-/** One poll on one checkout: the stale cleanup when due, then the claim of up to `limit` units. */
-const pollStep = <R>(ctx: Shared<R>) => (limit: number, cleanup: boolean) =>
+/**
+ * One poll on one checkout: the claim of up to `limit` units with the first batch of each (hop 1 of a claim's
+ * path, `PollLoop`'s `fetch`; then `dispatch` hands each unit to a worker, which runs {@link work}).
+ */
+const fetch = <R>(ctx: Shared<R>) => (limit: number) =>
   ctx.gate.runNow(
     withClaimDeadline(
       ctx,
       ctx.session.withConnection((connection) =>
-        Effect.gen(function*() {
-          if (cleanup) {
-            yield* cleanupStale(ctx, connection)
-            yield* pruneHistory(ctx, connection)
-            yield* sampleDepth(ctx, connection)
-          }
-          return yield* Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
-        })
+        Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
       )
     ),
     { early: true }
   ).pipe(
-    Effect.tap(() => ctx.conditions.recovered),
+    Effect.tap(() => {
+      ctx.answering.value = true
+      return ctx.conditions.recovered
+    }),
+    Effect.tapError((error) =>
+      error._tag === "GateFull"
+        ? Effect.void
+        : Effect.sync(() => {
+          ctx.answering.value = false
+        })
+    ),
     Effect.tapError((error) =>
       error._tag === "GateFull"
         ? Effect.void
@@ -166,6 +178,9 @@ const capacity = <R>(ctx: Shared<R>) => (held: number): Effect.Effect<number | "
     const state = yield* ctx.gate.state
     return Math.max(0, Math.floor(state.limit.limit) - held)
   })
+
+// ---------------------------------------------------------------------------------------------------------
+// Maintenance: its own jittered loop (stale cleanup, history retention, depth sample), not the poll's
 
 /** Batches of the history retention per cleanup round: small statements, at most this many per round. */
 const historyBatchSize = 1000
@@ -230,6 +245,44 @@ const cleanupStale = <R>(ctx: Shared<R>, connection: Connection) =>
       yield* Effect.logWarning("released stale work units").pipe(
         Effect.annotateLogs({ schema: ctx.schema, units: freed })
       )
+    }
+  })
+
+/** One maintenance round on one checkout through the gate: stale cleanup, history retention, depth sample. */
+const maintenanceRound = <R>(ctx: Shared<R>) =>
+  ctx.gate.runNow(
+    ctx.session.withConnection((connection) =>
+      Effect.gen(function*() {
+        yield* cleanupStale(ctx, connection)
+        yield* pruneHistory(ctx, connection)
+        yield* sampleDepth(ctx, connection)
+      })
+    )
+  )
+
+/**
+ * The maintenance loop: a first round after a uniform delay up to the startup jitter, then one round per jittered
+ * `DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS` (`Scheduling.cleanupDelay`). A round runs only while the
+ * last poll that reached the database succeeded ({@link Shared.answering}); one that does not run, or fails (or
+ * finds the gate full), is tried again after a jittered base poll interval; a failure is logged through the
+ * condition log like a poll's. One checkout per round, through the gate.
+ */
+const maintenance = <R>(ctx: Shared<R>): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    const { backoff, cleanupIntervalMillis, startupJitterMillis } = ctx.config
+    const draw = backoff.ratio === 0 ? Effect.succeed(0) : Random.next
+    if (startupJitterMillis > 0) yield* Effect.sleep(Duration.millis(startupJitterMillis * (yield* Random.next)))
+    while (true) {
+      const round = ctx.answering.value
+        ? yield* Effect.result(maintenanceRound(ctx))
+        : Result.fail({ _tag: "NotAnswering" as const })
+      if (round._tag === "Failure" && round.failure._tag !== "GateFull" && round.failure._tag !== "NotAnswering") {
+        yield* ctx.conditions.report("maintenance round failed", round.failure)
+      }
+      const delayMillis = round._tag === "Success"
+        ? Scheduling.cleanupDelay(cleanupIntervalMillis, backoff.ratio, yield* draw)
+        : PollBackoff.sleepFrom(PollBackoff.initial(backoff), backoff, yield* draw)
+      yield* Effect.sleep(Duration.millis(delayMillis))
     }
   })
 
@@ -652,12 +705,13 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
       conditions: yield* ConditionLog.make(schema),
       gate,
-      handlerSession: CheckoutGate.session(gate, session)
+      handlerSession: CheckoutGate.session(gate, session),
+      answering: { value: false }
     }
     const loop = yield* PollLoop.start<Claimed, R>(
       {
         key: (claimed) => claimed.claim.workUnitKey,
-        poll: pollStep(ctx),
+        poll: fetch(ctx),
         process: processUnit(ctx),
         releaseAll: releaseAll(ctx),
         classify: classifyPollFailure,
@@ -670,7 +724,6 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         backoff: config.backoff,
         initialInterval: config.initialInterval,
         startupJitterMillis: config.startupJitterMillis,
-        cleanupIntervalMillis: config.cleanupIntervalMillis,
         shutdownGraceMillis: config.shutdownGraceMillis,
         overload: config.overloadEnabled ? config.overload : undefined,
         lag: config.overloadEnabled ? (yield* LoopLag.make()).stalledMillis : undefined,
@@ -679,6 +732,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       }
     )
     yield* Deferred.succeed(started, loop)
+    // interrupted when the scope closes
+    yield* Effect.forkScoped(maintenance(ctx))
     // A wake is a committed write: evidence that the database answers, for the checkout gate's circuit as for
     // the poll's schedule (a retry's timer, above, is no such evidence and wakes the loop alone).
     const wake = Effect.tap(

@@ -1,5 +1,5 @@
 /**
- * The polling loop of docs/deriver-loop.md (steps 1–5, 7, 8), independent of SQL: startup jitter, poll, decide the next
+ * The polling loop of docs/deriver-loop.md (steps 1–5, 8), independent of SQL: startup jitter, poll, decide the next
  * sleep with {@link Scheduling}, fork claimed units onto workers bounded by a semaphore, and shut down
  * gracefully. The loop is generic over what a claim is: the {@link Deriver} plugs the queue's SQL in as a
  * {@link Source} whose claims carry their fencing token and first batch; tests plug in fakes (plain keys) to
@@ -9,10 +9,12 @@
  * @since 0.1.0
  */
 import { PollBackoff } from "@resilience/jitter"
-import { Coalesce } from "@resilience/wake"
+import type { Coalesce } from "@resilience/wake"
 import { Cause, Clock, Deferred, Duration, Effect, Fiber, FiberSet, Metric, Option, Random, Semaphore } from "effect"
 import type { Scope } from "effect"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
+import * as ClaimAlong from "./internal/ClaimAlong.ts"
+import * as WakeLatch from "./internal/WakeLatch.ts"
 import * as Overload from "./Overload.ts"
 import * as Scheduling from "./Scheduling.ts"
 
@@ -31,8 +33,8 @@ import * as Scheduling from "./Scheduling.ts"
 export type Along = <A, E, R>(statement: (limit: number) => Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /**
- * Where the loop gets its work: a poll (optionally preceded by the stale cleanup) that claims up to `limit`
- * units, the processing of one claim, and the release of everything still held at shutdown. `Claim` is what a
+ * Where the loop gets its work: a poll that claims up to `limit` units, the processing of one claim, and the
+ * release of everything still held at shutdown. `Claim` is what a
  * poll hands over (for the deriver: the ownership row and the unit's first batch); the loop passes it on to a
  * worker as it is.
  *
@@ -43,11 +45,11 @@ export interface Source<Claim, R> {
   /** The unit a claim is for (its work-unit key), for {@link PollLoop.held} and the events. */
   readonly key: (claim: Claim) => string
   /**
-   * One poll: when `cleanup` is true, remove stale ownership first; then claim up to `limit` units and return
-   * the claims, in claim order. A failure (typically the database being unavailable) is an `error` outcome; the
-   * source logs it.
+   * One poll: claim up to `limit` units and return the claims, in claim order. A failure (typically the database
+   * being unavailable) is an `error` outcome; the source logs it. (Since 0.3.0 the loop no longer runs the stale
+   * cleanup in its poll: the deriver's maintenance has a jittered loop of its own.)
    */
-  readonly poll: (limit: number, cleanup: boolean) => Effect.Effect<ReadonlyArray<Claim>, unknown, R>
+  readonly poll: (limit: number) => Effect.Effect<ReadonlyArray<Claim>, unknown, R>
   /**
    * Works a claimed unit until it is drained, releasing it when done. Interrupted at the end of the grace.
    * The statement that releases the unit runs through `along` ({@link Along}), which says how many more units
@@ -92,7 +94,13 @@ export interface Options {
   /** Where the schedule starts after the startup delay (default `base`). */
   readonly initialInterval?: Scheduling.InitialInterval | undefined
   readonly startupJitterMillis: number
-  readonly cleanupIntervalMillis: number
+  /**
+   * No longer read: the loop's poll has no cleanup round since 0.3.0 (the deriver's maintenance runs on its own
+   * jittered loop).
+   *
+   * @deprecated Since 0.3.0; goes in 0.4.0.
+   */
+  readonly cleanupIntervalMillis?: number | undefined
   readonly shutdownGraceMillis: number
   /** Overload-aware polling ({@link Overload}); without it, polls carry no overload signal. */
   readonly overload?: Overload.Settings | undefined
@@ -182,6 +190,12 @@ const noOverload: Overload.Settings = { slowPollMillis: Infinity, maxMillis: 0, 
 /**
  * Starts the loop in the current scope; closing the scope shuts it down gracefully.
  *
+ * One claim's path through the loop is three hops, each a function below: `fetch` (one look at the free workers
+ * and one poll of the source), `dispatch` (the claimed units to free workers, or to the units claimed ahead), and
+ * `work` (a worker's run of its unit, and of each unit claimed ahead or along after it, through
+ * {@link Source.process}). Around them: `schedule`, the loop of polls and sleeps that {@link Overload.decide}
+ * decides; claiming along and the wakes are small parts of their own.
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -194,47 +208,28 @@ export const start = <Claim, R>(
     const observe = options.observer ?? (() => Effect.void)
     const semaphore = yield* Semaphore.make(options.workers)
     const prefetch = options.prefetch ?? 0
+    const lag = options.lag ?? Effect.succeed(0)
     /** The claims this loop holds: being worked on, or in `ready`. */
     const held = new Set<Claim>()
     /** Claims made ahead (with `prefetch`), in claim order, for the next worker that finishes. */
     const ready: Array<Claim> = []
     /** Workers running a unit now (each holds a permit of `semaphore`). */
     let running = 0
-    /** Whether the last decision lets a worker claim along (see {@link Options.claimAlong}). */
-    let alongAllowed = false
-    /** Set by a slow claim along, cleared by the poller's next claim that succeeds (see {@link Along}). */
-    let alongPaused = false
-    /** How many units the statement that releases a unit may claim: 1 while allowed and within capacity. */
-    const alongLimit: Effect.Effect<number> = Effect.suspend(() => {
-      if (!alongAllowed || alongPaused || stopping || ready.length > 0) return Effect.succeed(0)
-      if (source.capacity === undefined) return Effect.succeed(1)
-      // the unit being released no longer counts
-      return Effect.map(source.capacity(held.size - 1), (room) => room === "blocked" ? 0 : Math.min(1, room))
-    })
-    const lag = options.lag ?? Effect.succeed(0)
-    const overloadSettings = options.overload
-    // a claim along is slow as a poll is: by the database's share of its time, the process's own lag left out.
-    // That share is at most the elapsed time, so the lag is read again only when the elapsed time alone is past
-    // the threshold (a read of `LoopLag` is a system call, and this runs once per unit).
-    const along: Along = (statement) =>
-      Effect.flatMap(alongLimit, (limit) =>
-        limit === 0 || overloadSettings === undefined
-          ? statement(limit)
-          : Effect.flatMap(Effect.all([Clock.currentTimeMillis, lag]), ([startedAt, lagAtStart]) =>
-            Effect.tap(statement(limit), () =>
-              Effect.flatMap(Clock.currentTimeMillis, (now) =>
-                now - startedAt <= overloadSettings.slowPollMillis
-                  ? Effect.void
-                  : Effect.map(lag, (lagNow) => {
-                    const timing = { elapsedMillis: now - startedAt, lagMillis: lagNow - lagAtStart }
-                    if (Overload.databaseMillis(overloadSettings, timing) > overloadSettings.slowPollMillis) {
-                      alongPaused = true
-                    }
-                  })))))
+    let stopping = false
+    const claimAlong = ClaimAlong.make(
+      options.claimAlong === true,
+      {
+        open: () => !stopping && ready.length === 0,
+        // the unit being released no longer counts
+        room: () => source.capacity === undefined ? Effect.succeed(1) : source.capacity(held.size - 1)
+      },
+      options.overload,
+      lag
+    )
+    const wakes = yield* WakeLatch.make
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()
-    let stopping = false
     /** A defect outside a handler: logged, counted and published on `died`; interruptions are not deaths. */
     const reportDeath = (where: "poller" | "worker") => <E>(cause: Cause.Cause<E>): Effect.Effect<void> =>
       Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.gen(function*() {
@@ -246,39 +241,17 @@ export const start = <Claim, R>(
     // worker freed after that look always ends the busy sleep that follows.
     let workerFreed = yield* Deferred.make<void>()
 
-    const draw = (needed: boolean): Effect.Effect<number> => needed ? Random.next : Effect.succeed(0)
-
-    /** The wakes' coalescing state ({@link PollLoop.wake}). */
-    let wakes = Coalesce.initial
-    /** Completed by a `pollNow` wake; a fresh one is made as each poll starts (which covers every wake before). */
-    let wakeSignal = yield* Deferred.make<void>()
-    const wakeMinIntervalMillis = options.wakeMinIntervalMillis ?? 0
-    const wake: Effect.Effect<Coalesce.Decision> = Effect.suspend(() => {
-      const [decision, next] = Coalesce.wake(wakes)
-      wakes = next
-      return Metric.update(DeriverMetrics.wakesReceived, 1).pipe(
-        Effect.andThen(
-          decision === "coalesced" || decision === "ignored"
-            ? Metric.update(Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: decision }), 1)
-            : decision === "pollNow"
-            ? Deferred.succeed(wakeSignal, undefined)
-            : Effect.void
-        ),
-        Effect.as(decision)
-      )
-    })
-
     /**
-     * A worker: its unit, then each unit claimed ahead while there is one (no poll in between); then its permit
-     * goes back. A finished unit wakes the poller when that leaves a slot it may fill (a unit to claim ahead);
-     * a worker that stops wakes it for the free worker.
+     * Hop 3, a worker: its unit, then each unit claimed along or ahead while there is one (no poll in between); then
+     * its permit goes back. A finished unit wakes the poller when that leaves a slot it may fill (a unit to claim
+     * ahead); a worker that stops wakes it for the free worker.
      */
-    const runUnit = (first: Claim): Effect.Effect<void, never, R> =>
+    const work = (first: Claim): Effect.Effect<void, never, R> =>
       Effect.gen(function*() {
         let unit: Claim | undefined = first
         while (unit !== undefined) {
           const current: Claim = unit
-          const next = yield* source.process(current, along).pipe(
+          const next = yield* source.process(current, claimAlong.along).pipe(
             Effect.ensuring(Effect.sync(() => held.delete(current)))
           )
           // after the delete: the record may have claimed the same unit again (new items came in)
@@ -309,44 +282,32 @@ export const start = <Claim, R>(
         )
       )
 
-    // The poll itself is interruptible: a shutdown does not wait for a statement stuck behind a hung pooler or
-    // a lock (interrupting it closes the connection and cancels the statement on the server). Handing claimed
-    // units to workers is one uninterruptible step, so a shutdown never strands a unit that the database says
-    // we own but no worker holds; a claim cut short after its commit leaves rows that `releaseAll` removes.
-    const poll = (
-      limit: number,
-      cleanup: boolean
-    ): Effect.Effect<
-      { readonly units: ReadonlyArray<Claim> } | { readonly result: Overload.PollResult },
-      never,
-      R
-    > =>
-      Effect.uninterruptibleMask((restore) =>
-        restore(source.poll(limit, cleanup)).pipe(
-          Effect.flatMap((units) =>
-            Effect.gen(function*() {
-              alongPaused = false
-              for (const unit of units) {
-                held.add(unit)
-                if (running < options.workers) {
-                  yield* semaphore.take(1)
-                  running += 1
-                  yield* FiberSet.run(workers, runUnit(unit))
-                } else {
-                  ready.push(unit)
-                }
-              }
-              if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
-              yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
-              return { units }
-            })
-          ),
-          Effect.catch((error) => Effect.succeed({ result: source.classify?.(error) ?? ("failed" as const) }))
-        )
-      )
+    /** Hop 2: claimed units to free workers (each forks {@link work}), the rest to the units claimed ahead. */
+    const dispatch = (units: ReadonlyArray<Claim>): Effect.Effect<void, never, R> =>
+      Effect.gen(function*() {
+        for (const unit of units) {
+          held.add(unit)
+          if (running < options.workers) {
+            yield* semaphore.take(1)
+            running += 1
+            yield* FiberSet.run(workers, work(unit))
+          } else {
+            ready.push(unit)
+          }
+        }
+        if (units.length > 0) yield* Metric.update(DeriverMetrics.claims, units.length)
+        yield* Metric.update(DeriverMetrics.unitsInFlight, held.size)
+      })
 
-    /** One look at the workers and the database: poll if anything can start, else `busy` (or a skipped poll). */
-    const pollOnce = Effect.fnUntraced(function*(cleanup: boolean) {
+    /**
+     * Hop 1: one look at the workers and the database. Polls when anything can start (else `busy`, or a skipped poll
+     * while the source is blocked) and dispatches what the poll claimed. The poll itself is interruptible: a
+     * shutdown does not wait for a statement stuck behind a hung pooler or a lock (interrupting it closes the
+     * connection and cancels the statement on the server). The dispatch is one uninterruptible step with the
+     * poll's result, so a shutdown never strands a unit that the database says we own but no worker holds; a claim
+     * cut short after its commit leaves rows that `releaseAll` removes.
+     */
+    const fetch = Effect.fnUntraced(function*() {
       const free = options.workers + prefetch - held.size
       const capacity = source.capacity === undefined ? free : yield* source.capacity(held.size)
       if (capacity === "blocked") return { outcome: "error" as const, claimed: [], result: "unavailable" as const }
@@ -354,10 +315,19 @@ export const start = <Claim, R>(
       if (room <= 0) return { outcome: "busy" as const, claimed: [], result: undefined }
       const startedAt = yield* Clock.currentTimeMillis
       const lagAtStart = yield* lag
-      const polled = yield* poll(room, cleanup)
+      const polled = yield* Effect.uninterruptibleMask((restore) =>
+        restore(source.poll(room)).pipe(
+          Effect.tap((units) => {
+            claimAlong.polled()
+            return dispatch(units)
+          }),
+          Effect.map((units) => ({ units })),
+          Effect.catch((error) => Effect.succeed({ result: source.classify?.(error) ?? ("failed" as const) }))
+        )
+      )
       const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
-      // read again only for a poll slow by its elapsed time alone, as for a claim along (see `along`)
-      const lagMillis = overloadSettings !== undefined && elapsedMillis > overloadSettings.slowPollMillis
+      // read again only for a poll slow by its elapsed time alone (see ClaimAlong)
+      const lagMillis = options.overload !== undefined && elapsedMillis > options.overload.slowPollMillis
         ? (yield* lag) - lagAtStart
         : 0
       if ("result" in polled) {
@@ -372,38 +342,29 @@ export const start = <Claim, R>(
       }
     })
 
-    const loop = Effect.gen(function*() {
+    /** The loop of polls and sleeps: {@link fetch}, decide ({@link Overload.decide}), sleep until time, a wake or a free worker. */
+    const schedule = Effect.gen(function*() {
       let state = Scheduling.initialState(settings, options.initialInterval ?? "base")
       let overload = Overload.initial
-      let nextCleanupAt = yield* Clock.currentTimeMillis
       /** Whether the next poll is a woken one, and the schedule as it was before the wake reset it. */
       let woken: PollBackoff.State | undefined = undefined
+      const wakeMinIntervalMillis = options.wakeMinIntervalMillis ?? 0
       while (true) {
         workerFreed = yield* Deferred.make<void>()
         const freed = workerFreed
-        const now = yield* Clock.currentTimeMillis
-        const cleanup = now >= nextCleanupAt
-        wakes = Coalesce.started(wakes, now)
-        wakeSignal = yield* Deferred.make<void>()
-        const awoken = wakeSignal
+        const awoken = yield* wakes.started(yield* Clock.currentTimeMillis)
         const beforeWake = woken
         woken = undefined
         if (beforeWake !== undefined) yield* Metric.update(DeriverMetrics.pollsWoken, 1)
-        const polled = yield* pollOnce(cleanup)
+        const polled = yield* fetch()
         const { claimed, outcome } = polled
-        const finished = Coalesce.finished(
-          wakes,
+        const again = wakes.finished(
           polled.result === undefined
             ? { succeeded: false, woken: false }
             : { succeeded: polled.result === "succeeded", woken: beforeWake !== undefined }
         )
-        wakes = finished.state
         // a woken poll that failed: the wake was no evidence after all; the outage schedule goes on as it was
         if (beforeWake !== undefined && outcome === "error") state = beforeWake
-        if (cleanup && polled.result === "succeeded") {
-          const u = yield* draw(settings.ratio !== 0)
-          nextCleanupAt = now + Scheduling.cleanupDelay(options.cleanupIntervalMillis, settings.ratio, u)
-        }
         const signal = options.overload === undefined || polled.result === undefined
           ? "none"
           : Overload.signalOfPoll(options.overload, {
@@ -411,8 +372,7 @@ export const start = <Claim, R>(
             elapsedMillis: polled.elapsedMillis ?? 0,
             lagMillis: polled.lagMillis ?? 0
           })
-        const u = yield* draw(Overload.needsDraw(outcome, signal, settings))
-        const decidedAt = yield* Clock.currentTimeMillis
+        const u = Overload.needsDraw(outcome, signal, settings) ? yield* Random.next : 0
         const decision = Overload.decide({
           settings: options.overload ?? noOverload,
           backoff: settings,
@@ -420,12 +380,12 @@ export const start = <Claim, R>(
           overload,
           outcome,
           signal,
-          nowMillis: decidedAt,
+          nowMillis: yield* Clock.currentTimeMillis,
           u
         })
         state = decision.schedule
         overload = decision.overload
-        alongAllowed = options.claimAlong === true && decision.floorMillis === 0 && outcome !== "error"
+        claimAlong.decided(decision.floorMillis === 0 && outcome !== "error")
         yield* Metric.update(DeriverMetrics.pollsBy[outcome], 1)
         yield* Metric.update(DeriverMetrics.pollInterval, state.currentMillis / 1000)
         yield* Metric.update(DeriverMetrics.overloadFloor, decision.floorMillis / 1000)
@@ -445,15 +405,15 @@ export const start = <Claim, R>(
           yield* Effect.yieldNow
           continue
         }
-        const ended = finished.again && wakeable ? "wake" as const : yield* Effect.raceAll([
+        const ended = again && wakeable ? "wake" as const : yield* Effect.raceAll([
           Effect.as(Effect.sleep(Duration.millis(decision.sleepMillis)), "time" as const),
           // A local event, not time: the worker that frees first ends the sleep (the jittered base stays the
           // upper bound, so a lost wake-up costs no more than before).
           ...(decision.wakeable ? [Effect.as(Deferred.await(freed), "worker" as const)] : []),
-          ...(wakeable ? [Effect.as(Deferred.await(awoken), "wake" as const)] : [])
+          ...(wakeable ? [Effect.as(awoken, "wake" as const)] : [])
         ])
         if (ended === "wake") {
-          const delayMillis = Coalesce.delayMillis(wakes, wakeMinIntervalMillis, yield* Clock.currentTimeMillis)
+          const delayMillis = wakes.delayMillis(wakeMinIntervalMillis, yield* Clock.currentTimeMillis)
           if (delayMillis > 0) yield* Effect.sleep(Duration.millis(delayMillis))
           // a wake is evidence that the database answered: the schedule starts again from its base
           woken = state
@@ -468,7 +428,7 @@ export const start = <Claim, R>(
         : 0
       yield* observe({ _tag: "Started", startupDelayMillis })
       if (startupDelayMillis > 0) yield* Effect.sleep(Duration.millis(startupDelayMillis))
-      return yield* loop
+      return yield* schedule
     })
 
     const poller = yield* Effect.forkDetach(main.pipe(Effect.onError(reportDeath("poller"))))
@@ -505,6 +465,6 @@ export const start = <Claim, R>(
       shutdown: shutdownProvided,
       stopped: Deferred.await(stopped),
       died: Deferred.await(died),
-      wake
+      wake: wakes.wake
     }
   })
