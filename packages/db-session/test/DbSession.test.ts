@@ -4,11 +4,11 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Saturation } from "@resilience/local-postgres"
-import { ClosedPort, CountingProxy, PgBouncer, SilentListener, SupavisorStandIn } from "@resilience/test-db"
+import { ClosedPort, CountingProxy, Eventually, PgBouncer, SilentListener, SupavisorStandIn } from "@resilience/test-db"
 import { Deferred, Effect, Exit, Fiber, Metric } from "effect"
 import { type CheckoutError, DatabaseUnavailable, DbSession, QueryFailed } from "../src/index.ts"
 import * as Metrics from "../src/internal/Metrics.ts"
-import { appName, backends, eventually, freshMetrics, matrix, Server, session } from "./support.ts"
+import { appName, backends, freshMetrics, matrix, Server, session } from "./support.ts"
 
 /** One checkout that does nothing; its error, or a failed test if it succeeds. */
 const checkoutFailure = Effect.gen(function*() {
@@ -32,7 +32,10 @@ const failures = (n: number) =>
 const leakRound = 50
 const leakCheckouts = 200
 
-/** Waits a moment, so that a late second knock (a hidden reconnect) would show up in the counts. */
+/**
+ * Waits a moment, so that a late second knock (a hidden reconnect) would show up in the counts: an absence check,
+ * with no event to wait for (a window, not a guess at how long something takes).
+ */
 const settle = Effect.sleep("300 millis")
 
 const unavailable = (error: CheckoutError): DatabaseUnavailable => {
@@ -119,7 +122,7 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
 
       it.effect("releases the connection on success, failure and interruption", () =>
         freshMetrics(Effect.gen(function*() {
-          const { cluster } = yield* Server
+          const { admin, cluster } = yield* Server
           const applicationName = appName(`rel_${driver}_${poolClass}`)
           const inUse = Effect.map(Metric.value(Metrics.connectionsInUse), (state) => state.value)
           yield* Effect.gen(function*() {
@@ -136,16 +139,33 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
               )
             )
             yield* Deferred.await(running)
-            yield* Effect.sleep("50 millis")
+            // the statement runs on the server: the interruption comes in the middle of it
+            yield* Eventually.until(
+              "the statement running on the server",
+              Effect.map(
+                admin<{ n: number }>(
+                  `select count(*)::int as n from pg_stat_activity
+                   where application_name = $1 and state = 'active' and query = 'select pg_sleep(1)'`,
+                  [applicationName]
+                ),
+                (rows) => rows[0]?.n === 1
+              )
+            )
             assert.strictEqual(yield* inUse, 1)
             yield* Fiber.interrupt(fiber)
             assert.strictEqual(yield* inUse, 0)
             if (poolClass === "null") {
-              assert.strictEqual(yield* eventually(backends(applicationName), (n) => n === 0), 0)
+              assert.strictEqual(
+                yield* Eventually.satisfying("the session's backends gone", backends(applicationName), (n) => n === 0),
+                0
+              )
             }
             assert.deepStrictEqual(yield* db.query("select 2 as two"), [{ two: 2 }])
           }).pipe(Effect.provide(session({ url: cluster.url, applicationName, ...options })))
-          assert.strictEqual(yield* eventually(backends(applicationName), (n) => n === 0), 0)
+          assert.strictEqual(
+            yield* Eventually.satisfying("the session's backends gone", backends(applicationName), (n) => n === 0),
+            0
+          )
         })))
 
       it.effect("oneCheckout: reads, a transaction and a failed transaction share one connection attempt", () =>
@@ -363,10 +383,20 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("DbSe
               }
               assert.strictEqual(yield* inUse, 0)
               if (poolClass === "null") {
-                assert.strictEqual(yield* eventually(backends(applicationName), (n) => n === 0), 0)
+                assert.strictEqual(
+                  yield* Eventually.satisfying(
+                    "the session's backends gone",
+                    backends(applicationName),
+                    (n) => n === 0
+                  ),
+                  0
+                )
               }
             }).pipe(Effect.provide(session({ url: cluster.url, applicationName, poolSize: 8, ...options })))
-            assert.strictEqual(yield* eventually(backends(applicationName), (n) => n === 0), 0)
+            assert.strictEqual(
+              yield* Eventually.satisfying("the session's backends gone", backends(applicationName), (n) => n === 0),
+              0
+            )
             const ok = (yield* Metric.value(Metrics.acquisitionsFor("ok", "none"))).count
             const saturated = (yield* Metric.value(Metrics.acquisitionsFor("failed", "Saturated"))).count
             const interrupted = (yield* Metric.value(Metrics.acquisitionsFor("interrupted", "none"))).count

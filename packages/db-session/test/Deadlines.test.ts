@@ -6,10 +6,10 @@
  * pooler that stops answering mid-statement (a silent proxy) costs the bound, not forever.
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { CountingProxy, TableLock } from "@resilience/test-db"
+import { CountingProxy, Eventually, TableLock } from "@resilience/test-db"
 import { Effect } from "effect"
 import { Classify, DbSession, QueryFailed } from "../src/index.ts"
-import { appName, backends, eventually, matrix, Server, session } from "./support.ts"
+import { appName, backends, matrix, Server, session } from "./support.ts"
 
 /** Backends of `applicationName` waiting on a lock right now. */
 const waitingOnLock = (applicationName: string) => backends(applicationName, { waitingOnLock: true })
@@ -43,12 +43,26 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("Stat
               assert.isAtLeast(elapsed, statementTimeoutMillis + 1000 - 50)
               assert.isBelow(elapsed, statementTimeoutMillis + 1000 + 3000)
               // The CancelRequest stopped the statement on the server: nobody of ours waits on the lock any more.
-              assert.strictEqual(yield* eventually(waitingOnLock(applicationName), (n) => n === 0), 0)
+              assert.strictEqual(
+                yield* Eventually.satisfying(
+                  "no backend waiting on the lock",
+                  waitingOnLock(applicationName),
+                  (n) => n === 0
+                ),
+                0
+              )
               // Inside a transaction the server's own statement_timeout fires first: 57014, transient.
               const inTransaction = yield* Effect.flip(db.transaction((c) => c.query("select * from deadline_locked")))
               assert.strictEqual(inTransaction._tag === "QueryFailed" && inTransaction.code, "57014")
               assert.isTrue(Classify.isTransient(inTransaction))
-              assert.strictEqual(yield* eventually(waitingOnLock(applicationName), (n) => n === 0), 0)
+              assert.strictEqual(
+                yield* Eventually.satisfying(
+                  "no backend waiting on the lock",
+                  waitingOnLock(applicationName),
+                  (n) => n === 0
+                ),
+                0
+              )
             }).pipe(
               Effect.provide(session({
                 url: cluster.url,

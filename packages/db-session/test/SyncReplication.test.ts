@@ -11,9 +11,10 @@
  * - Any other warning leaves the statement's success alone.
  */
 import { assert, describe, layer } from "@effect/vitest"
+import { Eventually } from "@resilience/test-db"
 import { Effect, Exit, Fiber } from "effect"
 import { Classify, DbSession, QueryFailed } from "../src/index.ts"
-import { appName, eventually, Server, session } from "./support.ts"
+import { appName, Server, session } from "./support.ts"
 
 const statementTimeoutMillis = 300
 
@@ -60,7 +61,11 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("Sync
             const fiber = yield* Effect.forkChild(
               db.transaction((c) => c.query("insert into sync_commits (id) values ($1)", [id]))
             )
-            const waiting = yield* eventually(waitingForStandby(applicationName), (rows) => rows.length === 1)
+            const waiting = yield* Eventually.satisfying(
+              "the COMMIT waiting for the standby",
+              waitingForStandby(applicationName),
+              (rows) => rows.length === 1
+            )
             assert.lengthOf(waiting, 1, "the COMMIT waits for the standby")
             yield* server.admin("select pg_cancel_backend($1)", [waiting[0]?.pid])
             return yield* Fiber.await(fiber)
@@ -100,8 +105,15 @@ layer(Server.layer, { excludeTestServices: true, timeout: "120 seconds" })("Sync
           // Not at the server's 300 ms: at the client's bound (the statement timeout + 1 s).
           assert.isAtLeast(elapsed, statementTimeoutMillis + 1000 - 50)
           // The session's CancelRequest ended the wait on the server: the row is committed locally.
-          assert.strictEqual(yield* eventually(stored(id), (n) => n === 1), 1)
-          assert.lengthOf(yield* eventually(waitingForStandby(applicationName), (rows) => rows.length === 0), 0)
+          assert.strictEqual(yield* Eventually.satisfying("the row stored", stored(id), (n) => n === 1), 1)
+          assert.lengthOf(
+            yield* Eventually.satisfying(
+              "no COMMIT waiting for the standby",
+              waitingForStandby(applicationName),
+              (rows) => rows.length === 0
+            ),
+            0
+          )
         }))
 
       it.effect("any other warning leaves the statement's success alone", () =>

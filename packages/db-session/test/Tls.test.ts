@@ -195,9 +195,11 @@ layer(TlsServer.layer, { excludeTestServices: true, timeout: "120 seconds" })("T
             )
             interrupted.push(exit._tag === "Failure" && !raw.reusable())
             yield* raw.close
-            // the destroyed socket's close and the driver's goodbye land within this
+            // the destroyed socket's close and the driver's goodbye land within this (an absence check: an escaped
+            // error has no event to wait for, so a window in which it would have been thrown)
             yield* Effect.sleep("20 millis")
           }
+          // the same absence, once more for the last connections' late errors
           yield* Effect.sleep("200 millis")
           process.removeListener("uncaughtException", record)
           assert.deepStrictEqual(interrupted, Array.from({ length: 10 }, () => true))

@@ -1,6 +1,6 @@
 /** Shared fixtures for the real-server tests: one small cluster per file and an admin connection. */
 import { Cluster } from "@resilience/local-postgres"
-import { Context, Duration, Effect, Layer, Metric } from "effect"
+import { Context, Effect, Layer, Metric } from "effect"
 import pg from "pg"
 import type { DbConfig, InvalidTlsSetting } from "../src/index.ts"
 import { DbSession } from "../src/index.ts"
@@ -58,21 +58,6 @@ export const backends = (
       [applicationName]
     )
     return rows[0]?.n ?? -1
-  })
-
-/** Polls `effect` until `done` holds or `within` passes; returns the last value. */
-export const eventually = <A, E, R>(
-  effect: Effect.Effect<A, E, R>,
-  done: (a: A) => boolean,
-  within: Duration.Input = "3 seconds"
-) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + Duration.toMillis(Duration.fromInputUnsafe(within))
-    for (;;) {
-      const value = yield* effect
-      if (done(value) || Date.now() > deadline) return value
-      yield* Effect.sleep(20)
-    }
   })
 
 let counter = 0
