@@ -5,7 +5,7 @@
  * window and are pruned.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { TableLock, TestDatabase } from "@resilience/test-db"
+import { Eventually, TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect, Fiber } from "effect"
 import pg from "pg"
 import { createWorkspace, start, type TestServer } from "./TestServer.ts"
@@ -64,7 +64,15 @@ describe("apps/api Idempotency-Key", () => {
             [1, 2, 3, 4, 5],
             () => Effect.forkChild(post(api, token, "key-2", ["d", "e", "f"]))
           )
-          yield* Effect.sleep("300 millis")
+          // all five wait on a lock (the first on messages, the others on the first's key) before the lock goes
+          yield* Eventually.satisfying(
+            "the five duplicates waiting on a lock",
+            count(
+              db.url,
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            ),
+            (waiting) => waiting >= 5
+          )
           return fibers
         })).pipe(Effect.flatMap((fibers) => Effect.forEach(fibers, Fiber.join)))
         const statuses = concurrent.map((reply) => reply.status)
@@ -77,19 +85,27 @@ describe("apps/api Idempotency-Key", () => {
         yield* post(api, token, undefined, ["g"])
         assert.strictEqual(yield* messages, 7)
 
-        // After the retention window (2 s here) a key counts as new, and expired keys are pruned.
-        yield* Effect.sleep("2500 millis")
+        // After the retention window (2 s here) a key counts as new, and expired keys are pruned. The keys are aged
+        // past the window in the database (its clock is what the window is measured on) instead of waiting it out.
+        yield* count(
+          db.url,
+          `WITH aged AS (UPDATE ${schema}.idempotency_keys SET created_at = created_at - interval '3 seconds' RETURNING 1) SELECT count(*) AS n FROM aged`
+        )
         const again = yield* post(api, token, "key-1", ["a", "b"])
         assert.strictEqual(again.status, 201, again.text)
         assert.strictEqual(yield* messages, 9)
-        const deadline = Date.now() + 15_000
-        let left = yield* keys
-        while (left > 1 && Date.now() < deadline) {
-          yield* Effect.sleep("200 millis")
-          left = yield* keys
-        }
-        // key-2 expired and was pruned; key-1 was just written again and is kept.
+        // key-1, just written again, is moved an hour ahead: unexpired however late the next pruning round runs
+        yield* count(
+          db.url,
+          `WITH moved AS (UPDATE ${schema}.idempotency_keys SET created_at = now() + interval '1 hour' WHERE key = 'key-1' RETURNING 1) SELECT count(*) AS n FROM moved`
+        )
+        // the pruning loop (every 1 s ± 50 % here) deletes key-2, expired, and keeps key-1
+        const left = yield* Eventually.satisfying("key-2 pruned", keys, (n) => n <= 1)
         assert.strictEqual(left, 1)
+        assert.strictEqual(
+          yield* count(db.url, `SELECT count(*) AS n FROM ${schema}.idempotency_keys WHERE key = 'key-1'`),
+          1
+        )
         console.log(
           `[figures] Idempotency-Key: resend ${resend.status}, other body ${other.status}, 5 concurrent ${
             statuses.join("/")

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { History } from "@resilience/checker"
 import { Saturation } from "@resilience/local-postgres"
-import { EntryPoint } from "@resilience/test-db"
+import { EntryPoint, Eventually } from "@resilience/test-db"
 import { Effect } from "effect"
 import { deriveAndCheck, post } from "./Checked.ts"
 import { adminToken, request } from "./TestServer.ts"
@@ -23,28 +23,23 @@ const launch = (name: string, entry: string, env: Record<string, string>) =>
     (running): Running => ({ ...running, name })
   )
 
-const waitUntil = <A>(what: string, check: Effect.Effect<A | undefined>, timeoutMillis: number) =>
-  Effect.gen(function*() {
-    const deadline = performance.now() + timeoutMillis
-    while (performance.now() < deadline) {
-      const value = yield* check
-      if (value !== undefined) return value
-      yield* Effect.sleep("100 millis")
-    }
-    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-  })
+/** How many times a process said the database refused it and it will retry (its schema migration's log line). */
+const refusals = (running: Running) =>
+  running.output().split("\n").filter((line) => /database unavailable \(Saturated\); retrying in/.test(line)).length
 
 /** The API's address, from its `api listening` log line. */
 const apiAddress = (running: Running) =>
-  waitUntil(
-    `${running.name} listening`,
+  Eventually.defined(
+    () => `${running.name} listening; its output: ${running.output()}`,
     Effect.sync(() => {
       const line = running.output().split("\n").find((text) => text.includes("api listening"))
+      // a process that exited will never listen: no use waiting out the deadline
+      assert.strictEqual(running.exitCode(), "running", `${running.name} exited; its output: ${running.output()}`)
       if (line === undefined) return undefined
       const port = (JSON.parse(line) as { annotations?: { port?: number } }).annotations?.port
       return port === undefined ? undefined : { baseUrl: `http://127.0.0.1:${port}` }
     }),
-    60_000
+    { within: "60 seconds", every: "100 millis" }
   )
 
 describe("processes started during an outage", () => {
@@ -67,10 +62,11 @@ describe("processes started during an outage", () => {
         })
         const servers = [yield* apiAddress(apis[0]!), yield* apiAddress(apis[1]!)]
 
-        // saturated for several seconds: liveness yes, readiness no, and the refusal is a 503 with Retry-After
-        const saturatedUntil = performance.now() + 5_000
+        // saturated: liveness yes, readiness no, and the refusal is a 503 with Retry-After, round after round until
+        // every process has been refused and retried at least twice (so it stayed up through a retry), and at least
+        // 12 rounds of requests were refused: a count of events, not a window of wall-clock time
         let refused = 0
-        while (performance.now() < saturatedUntil) {
+        const probed = Effect.gen(function*() {
           for (const server of servers) {
             const ready = yield* request(server, "GET", "/readyz")
             assert.strictEqual(ready.status, 503, ready.text)
@@ -80,18 +76,24 @@ describe("processes started during an outage", () => {
             assert.strictEqual((yield* request(server, "GET", "/healthz")).status, 200)
             refused++
           }
-          yield* Effect.sleep("500 millis")
-        }
-        assert.isAbove(refused, 10)
+          return refused >= 12 && [...apis, deriver].every((running) => refusals(running) >= 2)
+        })
+        yield* Eventually.until(
+          () =>
+            `12 refused rounds (${refused}) and two refusals logged by each process (${
+              [...apis, deriver].map(refusals).join(", ")
+            })`,
+          probed,
+          { within: "90 seconds", every: "250 millis" }
+        )
         for (const running of [...apis, deriver]) assert.strictEqual(running.exitCode(), "running", running.output())
-        assert.match(apis[0]!.output() + apis[1]!.output(), /database unavailable \(Saturated\); retrying in/)
 
         yield* Effect.orDie(saturation.release)
         for (const server of servers) {
-          yield* waitUntil(
-            "ready",
-            Effect.map(request(server, "GET", "/readyz"), (reply) => reply.status === 200 ? true : undefined),
-            60_000
+          yield* Eventually.until(
+            `${server.baseUrl} ready`,
+            Effect.map(request(server, "GET", "/readyz"), (reply) => reply.status === 200),
+            { within: "60 seconds", every: "100 millis" }
           )
         }
         const created = yield* request(servers[1]!, "POST", "/v1/workspaces", {
@@ -109,10 +111,10 @@ describe("processes started during an outage", () => {
           content: "we survived the outage"
         })
         assert.strictEqual(posted.status, 201, posted.text)
-        yield* waitUntil(
-          "deriver started",
-          Effect.sync(() => deriver.output().includes("deriver started") ? true : undefined),
-          60_000
+        yield* Eventually.until(
+          () => `deriver started; its output: ${deriver.output()}`,
+          Effect.sync(() => deriver.output().includes("deriver started")),
+          { within: "60 seconds", every: "100 millis" }
         )
         const migrations = [...apis, deriver].map((running) =>
           running.output().split("\n").filter((line) => line.includes("migrations applied")).length

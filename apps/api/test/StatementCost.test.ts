@@ -25,7 +25,7 @@ import { DbSession } from "@resilience/db-session"
 import { DeadLetters } from "@resilience/deriver"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
-import { EntryPoint } from "@resilience/test-db"
+import { EntryPoint, Eventually } from "@resilience/test-db"
 import { WakeSender } from "@resilience/wake"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { session } from "./Checked.ts"
@@ -54,18 +54,6 @@ const hotCalls = 20
  * (1.8–2.5 s a claim here before the fix, on the loaded machine).
  */
 const meanBoundMillis = 5
-
-/** Polls `check` until it yields a value, at most `withinMillis` (a deadline for a stuck run, not a speed bound). */
-const until = <A, E, R>(check: Effect.Effect<A | undefined, E, R>, withinMillis: number, what: () => string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + withinMillis
-    while (Date.now() < deadline) {
-      const value = yield* check
-      if (value !== undefined) return value
-      yield* Effect.sleep("50 millis")
-    }
-    return yield* Effect.die(new Error(`timed out after ${withinMillis} ms waiting for ${what()}`))
-  })
 
 /** A counter of the deriver's Prometheus endpoint (0 while it does not answer). */
 const metric = (port: number, name: string) =>
@@ -183,10 +171,10 @@ const workload = (
       DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: "0.1",
       DERIVER_METRICS_PORT: String(port)
     })
-    yield* until(
-      Effect.map(metric(port, "deriver_polls_total"), (n) => (n > 0 ? n : undefined)),
-      20_000,
-      () => `the deriver's first poll; its output: ${deriver.output().slice(-2000)}`
+    yield* Eventually.until(
+      () => `the deriver's first poll; its output: ${deriver.output().slice(-2000)}`,
+      Effect.map(metric(port, "deriver_polls_total"), (n) => n > 0),
+      { within: "20 seconds", every: "50 millis" }
     )
 
     // the writes: 100 sessions of one message each, 10 peers, 4 clients at once
@@ -205,16 +193,11 @@ const workload = (
       assert.strictEqual(reply.status, 200, reply.text)
       return reply.json as { pending: number; inProgress: number; processed: number; errored: number }
     })
-    let last: unknown
-    yield* until(
-      Effect.map(queueStatus, (status) => {
-        last = status
-        return status.processed === sessions && status.pending === 0 && status.inProgress === 0
-          ? status
-          : undefined
-      }),
-      20_000,
-      () => `the drain of ${sessions} units; the queue status: ${JSON.stringify(last)}`
+    yield* Eventually.satisfying(
+      `the drain of ${sessions} units; the queue status`,
+      queueStatus,
+      (status) => status.processed === sessions && status.pending === 0 && status.inProgress === 0,
+      { within: "20 seconds", every: "50 millis" }
     )
     progress.drained = true
 
@@ -222,10 +205,11 @@ const workload = (
     const claimsBefore = yield* claims(version)
     const pollsBefore = yield* metric(port, "deriver_polls_total")
     const idleFrom = performance.now()
-    yield* until(
-      Effect.map(metric(port, "deriver_polls_total"), (n) => (n >= pollsBefore + idlePolls ? n : undefined)),
-      20_000,
-      () => `${idlePolls} empty polls`
+    yield* Eventually.satisfying(
+      `${idlePolls} empty polls after ${pollsBefore}`,
+      metric(port, "deriver_polls_total"),
+      (n) => n >= pollsBefore + idlePolls,
+      { within: "20 seconds", every: "50 millis" }
     )
     progress.idleClaims = (yield* claims(version)) - claimsBefore
     progress.idleMillis = performance.now() - idleFrom

@@ -7,6 +7,7 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Cluster } from "@resilience/local-postgres"
+import { Eventually } from "@resilience/test-db"
 import { Context, Effect, Fiber, Layer } from "effect"
 import pg from "pg"
 import { createWorkspace, start, type TestServer } from "./TestServer.ts"
@@ -58,16 +59,6 @@ const waitingForStandby = (url: string) =>
     "select pid from pg_stat_activity where application_name = 'api-test' and wait_event = 'SyncRep'"
   )
 
-const untilWaiting = (url: string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 10_000
-    for (;;) {
-      const rows = yield* waitingForStandby(url)
-      if (rows.length > 0 || Date.now() > deadline) return rows
-      yield* Effect.sleep("50 millis")
-    }
-  })
-
 describe("apps/api under synchronous replication", () => {
   layer(OwnCluster.layer, { excludeTestServices: true, timeout: "120 seconds" })((it) => {
     it.effect("a commit not confirmed by the standby: 503 + Retry-After, never 201; the resend replays it", () =>
@@ -80,7 +71,11 @@ describe("apps/api under synchronous replication", () => {
         // 1. The wait for the standby cancelled by someone else (an operator, a watchdog): PostgreSQL answers
         //    the COMMIT with success and a WARNING; the API answers 503.
         const cancelled = yield* Effect.forkChild(post(api, token, "key-cancelled", "cancelled"))
-        const waiting = yield* untilWaiting(cluster.url)
+        const waiting = yield* Eventually.satisfying(
+          "the write's COMMIT waiting for the standby",
+          waitingForStandby(cluster.url),
+          (rows) => rows.length > 0
+        )
         assert.lengthOf(waiting, 1, "the write's COMMIT waits for the standby")
         yield* admin(cluster.url, "select pg_cancel_backend($1)", [waiting[0]?.pid])
         const first = yield* Fiber.join(cancelled)
