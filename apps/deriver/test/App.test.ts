@@ -15,7 +15,7 @@ import { DbSession } from "@resilience/db-session"
 import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
-import { CountingProxy, EntryPoint, TestDatabase } from "@resilience/test-db"
+import { CountingProxy, EntryPoint, Eventually, TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, Option, References } from "effect"
 
 const main = "apps/deriver/src/main.ts"
@@ -38,16 +38,9 @@ const Database = TestDatabase.layerWith((database) =>
  */
 const launch = (env: Record<string, string>) => EntryPoint.start(main, { ...EntryPoint.compileCache, ...env })
 
-const waitFor = <A>(check: Effect.Effect<A | undefined, unknown, DbSession>, timeoutMillis: number, what: string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + timeoutMillis
-    while (Date.now() < deadline) {
-      const value = yield* Effect.orElseSucceed(check, () => undefined)
-      if (value !== undefined) return value
-      yield* Effect.sleep("25 millis")
-    }
-    return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-  })
+/** Polls `check` (a failed check counts as not yet: the database may be refusing) until it yields a value. */
+const waitFor = <A>(what: string, check: Effect.Effect<A | undefined, unknown, DbSession>) =>
+  Eventually.defined(what, Effect.orElseSucceed(check, () => undefined), { within: "60 seconds", every: "25 millis" })
 
 const queueCounts = (schema: SchemaName.SchemaName) =>
   Effect.gen(function*() {
@@ -78,7 +71,7 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       assert.strictEqual(yield* proxy.attempts, 0, "no connection attempt before the setting was rejected")
       // The control: the same process with a valid configuration does reach the database through the proxy.
       const valid = yield* launch({ ...env, DB_SCHEMA: "config_control" })
-      yield* waitFor(Effect.map(proxy.attempts, (n) => (n > 0 ? n : undefined)), 30_000, "a connection attempt")
+      yield* waitFor("a connection attempt", Effect.map(proxy.attempts, (n) => (n > 0 ? n : undefined)))
       valid.child.kill("SIGTERM")
       yield* Effect.promise(() => valid.exited)
     }))
@@ -122,9 +115,8 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       const first = yield* launch(env)
       // Wait until the deriver is mid-way: some units done, some held right now.
       yield* waitFor(
-        Effect.map(queueCounts(schema), (c) => (c.processed >= 2 && c.owned > 0 ? c : undefined)),
-        60_000,
-        "units in flight"
+        "units in flight",
+        Effect.map(queueCounts(schema), (c) => (c.processed >= 2 && c.owned > 0 ? c : undefined))
       )
       const metrics = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()))
       assert.include(metrics, "deriver_polls_total")
@@ -152,9 +144,8 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
       // A second run finishes the rest; every peer's representation counts each message exactly once.
       const second = yield* launch(env)
       yield* waitFor(
-        Effect.map(queueCounts(schema), (c) => (c.processed === c.total ? c : undefined)),
-        60_000,
-        "the rest of the queue"
+        "the rest of the queue",
+        Effect.map(queueCounts(schema), (c) => (c.processed === c.total ? c : undefined))
       )
       second.child.kill("SIGTERM")
       yield* Effect.promise(() => second.exited)

@@ -8,7 +8,7 @@ import { DbSession } from "@resilience/db-session"
 import { Domain, Messages, Workspaces } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
-import { EntryPoint, TestDatabase } from "@resilience/test-db"
+import { EntryPoint, Eventually, TestDatabase } from "@resilience/test-db"
 import { Effect, Layer, References } from "effect"
 
 const Database = TestDatabase.layerWith((database) =>
@@ -59,13 +59,16 @@ layer(Database, { excludeTestServices: true, timeout: "120 seconds" })("apps/der
         DERIVER_POLLING_JITTER_RATIO: "0"
       })
       // ready: the schema is there and the loop polls (its first poll, then 30 s of sleep)
-      for (let i = 0; i < 200; i++) {
-        const ready = yield* Effect.promise(() =>
-          fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)
-        )
-        if (ready === 200 && (yield* metric(port, "deriver_polls_total")) > 0) break
-        yield* Effect.sleep("50 millis")
-      }
+      yield* Eventually.until(
+        () => `the deriver ready and its first poll; its output: ${deriver.output()}`,
+        Effect.gen(function*() {
+          const ready = yield* Effect.promise(() =>
+            fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status, () => 0)
+          )
+          return ready === 200 && (yield* metric(port, "deriver_polls_total")) > 0
+        }),
+        { within: "60 seconds", every: "50 millis" }
+      )
       const bad = yield* wake(port, JSON.stringify({ schema: "Not A Schema" }))
       assert.strictEqual(bad.status, 400)
       assert.match(String(bad.json.detail), /^Invalid wake: schema: /)
@@ -80,15 +83,16 @@ layer(Database, { excludeTestServices: true, timeout: "120 seconds" })("apps/der
 
       yield* Messages.append(schema, "acme", "s1", [{ peer: "alice", content: "wake up" }])
       assert.strictEqual(yield* pending(schema), 1)
-      const startedAt = Date.now()
       const woken = yield* wake(port, JSON.stringify({ schema }))
       assert.strictEqual(woken.status, 202)
       assert.strictEqual(woken.json.decision, "pollNow")
-      while ((yield* pending(schema)) > 0) {
-        // its schedule would poll again 30 s after the first poll: a pickup within 10 s is the wake's
-        assert.isBelow(Date.now() - startedAt, 10_000, "the wake did not make the deriver poll")
-        yield* Effect.sleep("20 millis")
-      }
+      // its schedule would poll again 30 s after the first poll: a pickup within 10 s is the wake's (the deadline
+      // tells the wake from the schedule, a third of the schedule's interval)
+      yield* Eventually.until(
+        "the item picked up by the woken poll, before the schedule's next",
+        Effect.map(pending(schema), (n) => n === 0),
+        { within: "10 seconds" }
+      )
       assert.strictEqual(yield* metric(port, "deriver_wakes_received_total"), 1)
       assert.isAtLeast(yield* metric(port, "deriver_polls_woken_total"), 1)
       deriver.child.kill("SIGTERM")
