@@ -7,7 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster } from "@resilience/local-postgres"
-import { Duration, Effect, Option } from "effect"
+import { Eventually } from "@resilience/test-db"
+import { Effect, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
@@ -123,16 +124,15 @@ describe("npm start and Ctrl-C", () => {
             messages: [{ peer: "alice", content }]
           })
         }
-        let derived = 0
-        for (let poll = 0; poll < 240 && derived < 3; poll++) {
-          const representation = yield* client.representation({
-            token: banner.token,
-            workspace: banner.workspace,
-            peer: "alice"
-          })
-          derived = Option.isSome(representation) ? representation.value.messageCount : 0
-          if (derived < 3) yield* Effect.sleep(Duration.millis(250))
-        }
+        const derived = yield* Eventually.satisfying(
+          () => `alice's representation counting 3 messages; the output: ${read()}`,
+          Effect.map(
+            client.representation({ token: banner.token, workspace: banner.workspace, peer: "alice" }),
+            (representation) => Option.isSome(representation) ? representation.value.messageCount : 0
+          ),
+          (n) => n >= 3,
+          { within: "60 seconds", every: "250 millis" }
+        )
         assert.strictEqual(derived, 3, read())
 
         // Ctrl-C: the terminal signals the whole foreground process group
@@ -173,7 +173,11 @@ describe("npm start and Ctrl-C", () => {
         process.kill(launcher.pid!, "SIGKILL")
         yield* exited
         const left = () => [...pids, ...pids.map((pid) => -pid)].filter(exists)
-        for (let waited = 0; waited < 300 && left().length > 0; waited++) yield* Effect.sleep("100 millis")
+        yield* Eventually.until(
+          () => `the children gone (left: ${left().join(", ")}); the output: ${output()}`,
+          Effect.sync(() => left().length === 0),
+          { every: "100 millis" }
+        )
         assert.deepStrictEqual(left(), [], output())
       }).pipe(Effect.scoped),
     180_000

@@ -7,8 +7,8 @@
 import { assert, describe, it, layer } from "@effect/vitest"
 import { ApiClient } from "@resilience/api-client"
 import { Cluster, Orphans, Saturation } from "@resilience/local-postgres"
-import { ClosedPort } from "@resilience/test-db"
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { ClosedPort, Eventually } from "@resilience/test-db"
+import { Context, Effect, Layer, Option } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -18,14 +18,14 @@ import * as Stack from "../src/Stack.ts"
 
 /** Reads a peer's representation until the deriver has counted `messages` of theirs (client-side polling). */
 const awaitRepresentation = (client: ApiClient.ApiClient, token: string, peer: string, messages: number) =>
-  Effect.gen(function*() {
-    for (let poll = 0; poll < 120; poll++) {
-      const derived = yield* client.representation({ token, workspace: "acme", peer })
-      if (Option.isSome(derived) && derived.value.messageCount === messages) return derived.value
-      yield* Effect.sleep(Duration.millis(250))
-    }
-    return yield* Effect.die(new Error(`no representation of ${peer} with ${messages} messages within 30 s`))
-  })
+  Eventually.defined(
+    `a representation of ${peer} with ${messages} messages`,
+    Effect.map(
+      client.representation({ token, workspace: "acme", peer }),
+      (derived) => Option.isSome(derived) && derived.value.messageCount === messages ? derived.value : undefined
+    ),
+    { every: "250 millis" }
+  )
 
 /**
  * `npm start`'s launcher as its own process with `env`, until its output has the children's pids and matches
@@ -70,12 +70,16 @@ const launchUntil = (env: Record<string, string>, until: RegExp) =>
         if (launcher.exitCode !== null) resume(Effect.succeed(launcher.exitCode))
         else launcher.once("exit", (exitCode) => resume(Effect.succeed(exitCode)))
       })
-    /** Waits (bounded: 60 s) until the output matches `pattern`; false if it never did. */
+    /** Waits (bounded: 60 s) until the output matches `pattern`; dies naming it, with the output, if it never did. */
     const awaitOutput = (pattern: RegExp) =>
-      Effect.gen(function*() {
-        for (let waited = 0; waited < 600 && !pattern.test(output); waited++) yield* Effect.sleep("100 millis")
-        return pattern.test(output)
-      })
+      Eventually.until(
+        () => `output matching ${pattern}; the output: ${output}`,
+        Effect.sync(() => pattern.test(output)),
+        {
+          within: "60 seconds",
+          every: "100 millis"
+        }
+      )
     const running = () => launcher.exitCode === null && launcher.signalCode === null
     return { pids, output: () => output, awaitOutput, running, stop }
   })
@@ -155,12 +159,16 @@ describe("the production entry points", () => {
             launcher.output().split("\n").some((line) =>
               line.startsWith("[api] ") && line.includes("database unavailable (Saturated); retrying in")
             )
-          for (let waited = 0; waited < 600 && !(said503() && apiSaid()); waited++) yield* Effect.sleep("100 millis")
+          yield* Eventually.until(
+            () => `the launcher's wait on the API's 503 and the API's retry; the output: ${launcher.output()}`,
+            Effect.sync(() => said503() && apiSaid()),
+            { within: "60 seconds", every: "100 millis" }
+          )
           assert.isTrue(said503(), launcher.output())
           assert.isTrue(apiSaid(), launcher.output())
           assert.isTrue(launcher.running() && !/\nready\n/.test(launcher.output()), "still waiting, not dead")
           yield* Effect.orDie(saturation.release)
-          assert.isTrue(yield* launcher.awaitOutput(/\nready\n/), launcher.output())
+          yield* launcher.awaitOutput(/\nready\n/)
           const client = yield* ApiClient.make({ baseUrl: apiUrl }).pipe(Effect.orDie)
           yield* client.readyz
           const { token } = yield* client.createWorkspace({ adminToken: "test-admin-token", name: "after" })
