@@ -363,7 +363,22 @@ interface Run {
   readonly seconds: number
   /** Polls by outcome, and the units the polls claimed (the others were claimed along by a worker). */
   readonly polls: Record<Scheduling.Outcome, number> & { readonly units: number }
+  /**
+   * From `pg_stat_database` over the run (start to shutdown, every client of the database): transactions (a
+   * statement outside an explicit transaction is one) and the time backends spent executing statements.
+   */
+  readonly server: { readonly xacts: number; readonly activeMillis: number }
 }
+
+/** The database's committed transactions and its backends' time executing statements (PostgreSQL 14+). */
+const dbStats = Effect.flatMap(DbSession, (db) =>
+  Effect.map(
+    db.query<{ xacts: string; active: number }>(
+      `SELECT xact_commit::text AS xacts, active_time::float8 AS active FROM pg_stat_database
+       WHERE datname = current_database()`
+    ),
+    (rows) => ({ xacts: Number(rows[0]!.xacts), activeMillis: Number(rows[0]!.active) })
+  ))
 
 /** The settings users run (base 1 s, max 30 s), startup jitter off so the start is not measured. */
 const productionDefaults: DeriverConfig.Input = { pollingStartupJitterSeconds: 0 }
@@ -404,6 +419,7 @@ const throughput = (
       )),
       prefetch
     }
+    const statsBefore = yield* dbStats
     let handled = 0
     // the path the units took: polls by outcome and the units the polls claimed (the rest were claimed along)
     const polls = { claimed: 0, empty: 0, busy: 0, error: 0, units: 0 }
@@ -441,8 +457,15 @@ const throughput = (
     }
     const seconds = (now() - started) / 1000
     yield* Scope.close(scope, Exit.void)
+    // the server's counters reach pg_stat_database within a second of a backend's transaction (PostgreSQL 15+)
+    yield* Effect.sleep("1200 millis")
+    const statsAfter = yield* dbStats
     yield* db.query(`DROP SCHEMA ${SchemaName.quote(schema)} CASCADE`)
-    return { prefetch, label, poolClass, workers, unitSize, items: recorded, seconds, polls } satisfies Run
+    const server = {
+      xacts: statsAfter.xacts - statsBefore.xacts,
+      activeMillis: statsAfter.activeMillis - statsBefore.activeMillis
+    }
+    return { prefetch, label, poolClass, workers, unitSize, items: recorded, seconds, polls, server } satisfies Run
   })
 
 /**
@@ -679,8 +702,8 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
         `${steadySeconds} s.\nDone: items recorded processed (the deriver's deriver_items_processed_total). From ` +
         `pg_stat_statements over each window: claims, the claim's statement inside queue_claim (whichever walk), and ` +
         `its mean server ms with the function's test for a due timed item; the top-level calls with their mean ` +
-        `server ms: the poller's queue_claim, the workers' record alone and their record that claims along (off ` +
-        `above ${DeriverConfig.claimAlongMaxWorkers} workers); JIT-compiled functions in the claim's rows and in ` +
+        `server ms: the poller's queue_claim, the workers' record alone and their record that claims along (` +
+        `one unit; records of many units are queue_record_units); JIT-compiled functions in the claim's rows and in ` +
         `every statement that names the schema (0 expected).\n`
     )
     yield* log(
@@ -894,15 +917,18 @@ const program = Effect.gen(function*() {
         " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed ahead of a free worker, 0 = the default)\n"
     )
     yield* log(
-      "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |\n" +
-        "|---|---|---|---|---|---|---|---|---|"
+      "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |" +
+        " xacts / unit | server ms / unit |\n" +
+        "|---|---|---|---|---|---|---|---|---|---|---|"
     )
     for (const run of results) {
       const rate = run.items / run.seconds
       yield* log(
         `| ${run.label} | ${run.prefetch} | ${run.poolClass} | ${run.workers} | ${run.unitSize} | ${run.items} | ${
           run.seconds.toFixed(2)
-        } | ${rate.toFixed(0)} | ${(rate / run.unitSize).toFixed(0)} |`
+        } | ${rate.toFixed(0)} | ${(rate / run.unitSize).toFixed(0)} | ${
+          (run.server.xacts / (run.items / run.unitSize)).toFixed(2)
+        } | ${(run.server.activeMillis / (run.items / run.unitSize)).toFixed(3)} |`
       )
     }
   }

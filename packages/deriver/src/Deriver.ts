@@ -19,13 +19,14 @@ import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Layer, Metric, Pr
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
-import * as CheckoutGate from "./CheckoutGate.ts"
 import * as ConditionLog from "./ConditionLog.ts"
 import type * as DeriverConfig from "./DeriverConfig.ts"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
-import * as DueWake from "./DueWake.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
+import * as CheckoutGate from "./internal/CheckoutGate.ts"
+import * as DueWake from "./internal/DueWake.ts"
+import * as GroupCommit from "./internal/GroupCommit.ts"
 import * as LoopLag from "./LoopLag.ts"
 import * as Maintenance from "./Maintenance.ts"
 import type * as Overload from "./Overload.ts"
@@ -81,6 +82,18 @@ interface Shared<R> {
    * while the database fails, every connection attempt is a poll's (spec §8: one attempt per poll).
    */
   readonly answering: { value: boolean }
+  /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
+  readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
+}
+
+/** One unit's record through {@link Shared.records}, and how many units its statement may claim along. */
+interface UnitRecord extends Queue.UnitRecord {
+  readonly limit: number
+}
+
+/** What a record did, and the units it claimed along for this worker. */
+interface Recorded extends Queue.Recorded {
+  readonly claimed: ReadonlyArray<Claimed>
 }
 
 /**
@@ -458,17 +471,22 @@ const recordBatch = <R>(
 ) =>
   Effect.gen(function*() {
     const unit = claim.workUnitKey
-    const statement = (limit: number) =>
-      checkout(
-        ctx,
-        (connection) =>
-          limit > 0
-            ? Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize)
-            : Effect.map(
-              Queue.record(connection, ctx.schema, claim, outcomes, release),
-              (recorded) => ({ recorded, claimed: [] })
-            )
-      )
+    const statement = (limit: number): Effect.Effect<Recorded, unknown> =>
+      Queue.allDone(outcomes)
+        ? ctx.records.submit({ claim, outcomes, release, limit })
+        : checkout(
+          ctx,
+          (connection) =>
+            limit > 0
+              ? Effect.map(
+                Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize),
+                ({ claimed, recorded }) => ({ ...recorded, claimed })
+              )
+              : Effect.map(Queue.record(connection, ctx.schema, claim, outcomes, release), (recorded) => ({
+                ...recorded,
+                claimed: []
+              }))
+        )
     const recorded = yield* (release && along !== undefined ? along(statement) : statement(0)).pipe(Effect.result)
     if (recorded._tag === "Failure") {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, outcomes.length)
@@ -479,9 +497,35 @@ const recordBatch = <R>(
       return undefined
     }
     yield* recordedMetrics(ctx, unit, outcomes)
-    if (recorded.success.recorded.owned) yield* wakeWhenDue(ctx, outcomes)
-    return { ...recorded.success.recorded, next: recorded.success.claimed }
+    if (recorded.success.owned) yield* wakeWhenDue(ctx, outcomes)
+    return { owned: recorded.success.owned, marked: recorded.success.marked, next: recorded.success.claimed }
   })
+
+/**
+ * The records of many units in one statement (`Queue.recordUnits`, one checkout through the gate): the group
+ * commit's flush. Each unit gets its own result and the units claimed along for it (as many as its `limit` asked,
+ * in claim order, while there are).
+ */
+const recordUnits = <R>(ctx: Shared<R>) => (units: ReadonlyArray<UnitRecord>) =>
+  checkout(ctx, (connection) =>
+    Queue.recordUnits(
+      connection,
+      ctx.schema,
+      ctx.owner,
+      units,
+      units.reduce((sum, unit) => sum + unit.limit, 0),
+      ctx.config.batchSize
+    )).pipe(
+      Effect.tap(() => Metric.update(DeriverMetrics.recordUnitsPerStatement, units.length)),
+      Effect.map(({ claimed, recorded }) => {
+        let next = 0
+        return units.map((unit): Recorded => {
+          const mine = claimed.slice(next, next + unit.limit)
+          next += mine.length
+          return { ...(recorded.get(unit.claim.workUnitKey) ?? { owned: false, marked: 0 }), claimed: mine }
+        })
+      })
+    )
 
 /**
  * A recorded retry is due at a time this deriver knows: its loop wakes then ({@link DueWake}) instead of leaving
@@ -696,7 +740,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       floorMillis: config.wakeMinIntervalMillis,
       spreadMillis: Math.max(config.wakeMinIntervalMillis, dueSpreadMillis)
     })
-    const ctx: Shared<R> = {
+    const shared: Omit<Shared<R>, "records"> = {
       dueWake,
       session,
       schema,
@@ -708,6 +752,12 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false }
     }
+    // made before the loop starts, so the scope stops its flushes after the loop's shutdown (finalizers run last
+    // in, first out), when no worker waits for one any more
+    const records: Shared<R>["records"] = yield* GroupCommit.make((units: ReadonlyArray<UnitRecord>) =>
+      recordUnits(ctx)(units)
+    )
+    const ctx: Shared<R> = { ...shared, records }
     const loop = yield* PollLoop.start<Claimed, R>(
       {
         key: (claimed) => claimed.claim.workUnitKey,

@@ -57,8 +57,9 @@ export interface DeriverConfig {
   readonly prefetch: number
   /**
    * Whether a worker that releases its unit claims its next one in the same statement (`PollLoop`
-   * `claimAlong`, `Queue.recordAndClaim`). Not an environment variable: on when {@link workers} is at most
-   * {@link claimAlongMaxWorkers}, where it was measured to help; a library user may replace it.
+   * `claimAlong`; `Queue.recordUnits`, whose one statement records the units of every worker that finished
+   * meanwhile and claims as many next units). Not an environment variable: on for every worker count since 0.3.0
+   * (docs/results/deriver-throughput.md, "Records of many units"); a library user may replace it.
    */
   readonly claimAlong: boolean
   /**
@@ -163,15 +164,16 @@ export const defaults = {
 } as const
 
 /**
- * The most workers for which {@link DeriverConfig.claimAlong} is on. Single-item no-op units on a queue pool
- * (docs/results/deriver-throughput.md): claiming along made 1 worker about 40 % faster and 2 workers about 35 %,
- * 4 workers the same, 8 workers about 30 % slower (not explained yet: neither the process nor the server was
- * busy; without it the poller claims for several freed workers in one statement).
+ * The most workers for which {@link DeriverConfig.claimAlong} was on in 0.2.0 (2: one unit's claim along per record
+ * made 8 workers slower). Since 0.3.0 a record statement carries the units of every worker that finished meanwhile
+ * (`Queue.recordUnits`) and claims along for all of them at once, which made 8 workers faster, so claiming along is
+ * on for every worker count and this is no longer read.
  *
+ * @deprecated Since 0.3.0: claiming along is on for every worker count; this goes in 0.4.0.
  * @since 0.2.0
  * @category constants
  */
-export const claimAlongMaxWorkers = 2
+export const claimAlongMaxWorkers: number = Number.POSITIVE_INFINITY
 
 /**
  * The settings derived from the poll schedule, in this one place (issue #22: each setting means one thing).
@@ -300,7 +302,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       shutdownGraceMillis,
       batchSize,
       prefetch: yield* setting(input, names, "prefetch", prefetchRange),
-      claimAlong: workers <= claimAlongMaxWorkers,
+      claimAlong: true,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
       historyRetentionMillis,

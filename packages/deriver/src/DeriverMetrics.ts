@@ -214,6 +214,18 @@ export const itemAttempts = Metric.histogram("deriver_item_attempts", {
 })
 
 /**
+ * Units recorded by one statement (`queue_record_units`): `deriver_record_units_per_statement`. With one worker
+ * finishing at a time it is 1; under load, the units whose records came in while the last statement ran.
+ *
+ * @since 0.3.0
+ * @category metrics
+ */
+export const recordUnitsPerStatement = Metric.histogram("deriver_record_units_per_statement", {
+  description: "Work units whose outcomes one record statement carried",
+  boundaries: [1, 2, 3, 4, 6, 8, 12, 16, 32]
+})
+
+/**
  * Where {@link queueDepth} stops counting: a count that reaches it is reported as it (at least that many).
  *
  * @since 0.3.0

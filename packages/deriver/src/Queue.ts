@@ -318,8 +318,14 @@ export const record = (
 const recordCall = perSchema(({ record }) => `SELECT owned, marked FROM ${record}${recordArguments}`)
 const recordDoneCall = perSchema(({ recordDone }) => `SELECT owned, marked FROM ${recordDone}${recordArguments}`)
 
-/** Whether every outcome is done (processed, with or without an error): no retry, no dead letter. */
-const allDone = (outcomes: ReadonlyArray<Outcome>): boolean =>
+/**
+ * Whether every outcome is done (processed, with or without an error): no retry, no dead letter. Such a batch
+ * can go through {@link recordUnits}.
+ *
+ * @since 0.3.0
+ * @category predicates
+ */
+export const allDone = (outcomes: ReadonlyArray<Outcome>): boolean =>
   outcomes.every((outcome) => outcome.retryAt === undefined && outcome.dead !== true)
 
 /**
@@ -342,6 +348,17 @@ LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::te
 const recordAndClaimText = perSchema((_, schema) => recordAndClaimSql(schema, "any"))
 const recordDoneAndClaimText = perSchema((_, schema) => recordAndClaimSql(schema, "done"))
 /**
+ * What a record that claims along returns: what it recorded and the units it claimed, each with its first batch.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface RecordedAndClaimed<A> {
+  readonly recorded: A
+  readonly claimed: ReadonlyArray<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }>
+}
+
+/**
  * {@link record}, then the claim of up to `limit` more units for the same owner, with the first `batchSize`
  * items of each (as {@link claimWithItems}), in ONE statement and one transaction: a worker that finishes a
  * unit takes its next one in the same round trip. Nothing is claimed when the record found the claim gone.
@@ -357,13 +374,7 @@ export const recordAndClaim = (
   release: boolean,
   limit: number,
   batchSize: number
-): Effect.Effect<
-  {
-    readonly recorded: Recorded
-    readonly claimed: ReadonlyArray<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }>
-  },
-  QueryError
-> =>
+): Effect.Effect<RecordedAndClaimed<Recorded>, QueryError> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
     Effect.map(
       connection.query<
@@ -387,6 +398,73 @@ export const recordAndClaim = (
         )
       })
     ))
+
+/**
+ * One unit's part of {@link recordUnits}: its claim, its outcomes (every one done: processed, with or without an
+ * error) and whether the record releases the unit (else it bumps the heartbeat).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface UnitRecord {
+  readonly claim: Claim
+  readonly outcomes: ReadonlyArray<Outcome>
+  readonly release: boolean
+}
+
+/**
+ * Records many units of one owner in ONE statement (the function `queue_record_units`, queue migration 9): per unit,
+ * as {@link record} does for a batch of done outcomes (only while its claim holds), then the claim of up to `limit`
+ * more units for the owner with the first `batchSize` items of each, as {@link claimWithItems}. Returns each unit's
+ * {@link Recorded}, by work-unit key, and the claims. Every outcome must be done: a retry or a dead letter goes
+ * through {@link record}. All units must have the same owner.
+ *
+ * @since 0.3.0
+ * @category effects
+ */
+export const recordUnits = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  owner: string,
+  units: ReadonlyArray<UnitRecord>,
+  limit: number,
+  batchSize: number
+): Effect.Effect<RecordedAndClaimed<ReadonlyMap<string, Recorded>>, QueryError> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.map(
+      connection.query<
+        {
+          work_unit_key: string
+          owned: boolean | null
+          marked: number | null
+          id: string | null
+          items: string | null
+        }
+      >(recordUnitsCall(schema), [unitsJson(units), owner, limit, batchSize, now]),
+      (rows) => {
+        const recorded = new Map<string, Recorded>()
+        const claimed: Array<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }> = []
+        for (const { id, items, marked, owned, work_unit_key } of rows) {
+          if (id !== null && items !== null) claimed.push(claimedOf({ work_unit_key, id, items }, owner))
+          else recorded.set(work_unit_key, { owned: owned === true, marked: marked ?? 0 })
+        }
+        return { recorded, claimed }
+      }
+    ))
+
+const recordUnitsCall = perSchema(({ recordUnits }) =>
+  `SELECT work_unit_key, owned, marked, id, items
+FROM ${recordUnits}($1::jsonb, $2::text, $3::integer, $4::integer, $5::float8)`
+)
+
+/** The units as `queue_record_units`'s `$1`: a JSON array of `{ unit, claim, release, outcomes: [{ id, error }] }`. */
+const unitsJson = (units: ReadonlyArray<UnitRecord>): string =>
+  JSON.stringify(units.map(({ claim, outcomes, release }) => ({
+    unit: claim.workUnitKey,
+    claim: claim.id,
+    release,
+    outcomes: outcomes.map(({ error, item }) => ({ id: item.id, error: error ?? null }))
+  })))
 
 /**
  * Bumps a claim's heartbeat; returns whether the claim still holds.

@@ -10,6 +10,7 @@ import * as Tables from "./internal/migrations/0001-tables.ts"
 import * as Indexes from "./internal/migrations/0002-6-indexes.ts"
 import * as Functions from "./internal/migrations/0007-functions.ts"
 import * as Retries from "./internal/migrations/0008-retries.ts"
+import * as RecordUnits from "./internal/migrations/0009-record-units.ts"
 
 /**
  * The queue's migrations:
@@ -33,6 +34,8 @@ import * as Retries from "./internal/migrations/0008-retries.ts"
  *    that read them (a `queue_claim` that takes now and walks the timed items only when one is due; the
  *    three-argument one a previous release calls reads the server's clock and cuts each batch before its first
  *    item that is not due), and `queue_record_done`, the record of a batch whose outcomes are all done.
+ * 9. `queue_record_units`: the done outcomes of many units with their heartbeats or releases, then the claim of
+ *    the freed workers' next units, in one statement (a worker's record waits for at most one statement in flight).
  *
  * @since 0.1.0
  * @category constants
@@ -41,7 +44,8 @@ export const migrations: ReadonlyArray<Migrator.Migration> = [
   Tables.migration,
   ...Indexes.migrations,
   Functions.migration,
-  Retries.migration
+  Retries.migration,
+  RecordUnits.migration
 ]
 
 /**

@@ -12,7 +12,7 @@ import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
 import { Context, Effect, Exit, Fiber, Layer, Ref } from "effect"
 import { TestClock } from "effect/testing"
-import * as CheckoutGate from "../src/CheckoutGate.ts"
+import * as CheckoutGate from "../src/internal/CheckoutGate.ts"
 
 const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMillis: 30_000, enabled: true, ratio: 0 }
 const policy = CheckoutGate.policy(9, backoff)

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Effect } from "effect"
 import { TestClock } from "effect/testing"
 import fc from "fast-check"
-import * as DueWake from "../src/DueWake.ts"
+import * as DueWake from "../src/internal/DueWake.ts"
 
 describe("DueWake (pure)", () => {
   it("a wake fires no sooner than the item is due, nor than the floor from now, at most the spread later", () => {

@@ -598,6 +598,63 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.deepStrictEqual(keys(yield* on(Queue.claim, 10, "other")), ["c", "d"])
     }))
 
+  it.effect("one statement records many units (releases and heartbeats), fenced per unit, then claims the freed workers' next units", () =>
+    Effect.gen(function*() {
+      const { db, on, queue, sessions } = yield* freshQueue
+      yield* on(Enqueue.enqueue, [
+        ...items("a", 1),
+        ...items("b", 3),
+        ...items("c", 1),
+        ...items("d", 1),
+        ...items("e", 2),
+        ...items("f", 1)
+      ])
+      const claimed = yield* on(Queue.claimWithItems, 3, "me", 2)
+      assert.deepStrictEqual(claimed.map(({ claim }) => claim.workUnitKey), ["a", "b", "c"])
+      const [a, b, c] = claimed
+      // c is taken away (a stale cleanup) and claimed by another owner: its record must mark nothing
+      yield* on(Queue.release, [c!.claim])
+      const [cAgain] = yield* on(Queue.claimWithItems, 1, "other", 2)
+      assert.strictEqual(cAgain!.claim.workUnitKey, "c")
+      const done = (unit: { readonly items: ReadonlyArray<Queue.Item> }, error?: string) =>
+        unit.items.map((item) => ({ item, error }))
+      const { claimed: next, recorded } = yield* on(
+        Queue.recordUnits,
+        "me",
+        [
+          { claim: a!.claim, outcomes: done(a!, "boom"), release: true },
+          // b's first batch of 2 out of 3: a heartbeat, not a release
+          { claim: b!.claim, outcomes: done(b!), release: false },
+          { claim: c!.claim, outcomes: done(c!), release: true }
+        ],
+        2,
+        5
+      )
+      assert.deepStrictEqual(Object.fromEntries(recorded), {
+        a: { owned: true, marked: 1 },
+        b: { owned: true, marked: 2 },
+        c: { owned: false, marked: 0 }
+      })
+      // the claim after the records sees a released: d and e are the next free units, each with its first batch
+      assert.deepStrictEqual(next.map(({ claim }) => claim.workUnitKey), ["d", "e"])
+      assert.deepStrictEqual(next.map(({ items }) => items.length), [1, 2])
+      const rows = yield* db.query<{ work_unit_key: string; processed: boolean; error: string | null; by: string }>(
+        `SELECT work_unit_key, processed, error, processed_by AS by FROM ${queue} WHERE processed ORDER BY id`
+      )
+      assert.deepStrictEqual(rows.map((r) => [r.work_unit_key, r.error, r.by]), [
+        ["a", "boom", "me"],
+        ["b", null, "me"],
+        ["b", null, "me"]
+      ])
+      const owners = yield* db.query<{ work_unit_key: string; owner: string }>(
+        `SELECT work_unit_key, owner FROM ${sessions} ORDER BY work_unit_key`
+      )
+      assert.deepStrictEqual(owners.map((r) => `${r.work_unit_key}:${r.owner}`), ["b:me", "c:other", "d:me", "e:me"])
+      // nothing to claim along: no claim rows
+      const none = yield* on(Queue.recordUnits, "me", [{ claim: b!.claim, outcomes: [], release: false }], 0, 5)
+      assert.deepStrictEqual([Object.fromEntries(none.recorded), none.claimed], [{ b: { owned: true, marked: 0 } }, []])
+    }))
+
   it.effect("history retention deletes only processed items past the window, in batches", () =>
     Effect.gen(function*() {
       const { db, on, queue } = yield* freshQueue

@@ -19,6 +19,8 @@ export interface Names {
   readonly record: string
   /** `queue_record_done`: `queue_record` for a batch whose outcomes are all done (migration 8). */
   readonly recordDone: string
+  /** `queue_record_units`: the done outcomes of many units, their heartbeats or releases, then a claim (migration 9). */
+  readonly recordUnits: string
 }
 
 /** The queue's objects in `schema`. */
@@ -27,7 +29,8 @@ export const names = (schema: SchemaName.SchemaName): Names => ({
   sessions: SchemaName.qualify(schema, "active_queue_sessions"),
   claim: SchemaName.qualify(schema, "queue_claim"),
   record: SchemaName.qualify(schema, "queue_record"),
-  recordDone: SchemaName.qualify(schema, "queue_record_done")
+  recordDone: SchemaName.qualify(schema, "queue_record_done"),
+  recordUnits: SchemaName.qualify(schema, "queue_record_units")
 })
 
 /**

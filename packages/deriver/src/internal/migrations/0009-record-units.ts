@@ -1,0 +1,71 @@
+/**
+ * Queue migration 9 (unreleased: it may change until 0.3.0 ships, then it is frozen): `queue_record_units`, the
+ * record of many units in one statement. Expand only: a new function; nothing a previous release calls changes.
+ *
+ * `queue_record_units(units, owner, claim limit, batch size, now)`: `$1` a JSON array of
+ * `{ unit, claim, release, outcomes: [{ id, error }] }`, every outcome done (processed, with or without an error;
+ * retries and dead letters go through `queue_record`). For each unit, only while its claim holds (owner `$2` and
+ * the claim's id, in the same statement): with `release` its ownership row is deleted, else its heartbeat bumped;
+ * its outcomes mark their items processed with who completed them, as `queue_record_done` does for one unit. One
+ * row per unit: whether its claim held and how many items it marked. Then, when `$3` > 0, `queue_claim($3, $2, $4,
+ * $5)` in a statement of its own (a new snapshot: it sees the releases), one row per claimed unit with its first
+ * batch: the units the freed workers take next, in the same round trip.
+ *
+ * @internal
+ */
+import type { Migrator } from "@resilience/schema"
+import { names } from "../Names.ts"
+
+export const migration: Migrator.Migration = {
+  version: 9,
+  name: "record of many units in one statement",
+  up: (schema) => {
+    const { claim, queue, recordUnits, sessions } = names(schema)
+    return [
+      `CREATE FUNCTION ${recordUnits}(jsonb, text, integer, integer, float8)
+  RETURNS TABLE (work_unit_key text, owned boolean, marked integer, id text, items text)
+  LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
+AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  WITH unit AS (
+    SELECT u ->> 'unit' AS key, (u ->> 'claim')::bigint AS claim, (u ->> 'release')::boolean AS release,
+           u -> 'outcomes' AS outcomes
+    FROM jsonb_array_elements($1) AS u
+  ), beat AS (
+    UPDATE ${sessions} s SET last_updated = now()
+    FROM unit
+    WHERE s.work_unit_key = unit.key AND s.owner = $2 AND s.id = unit.claim AND NOT unit.release
+    RETURNING s.work_unit_key AS key
+  ), released AS (
+    DELETE FROM ${sessions} s
+    USING unit
+    WHERE s.work_unit_key = unit.key AND s.owner = $2 AND s.id = unit.claim AND unit.release
+    RETURNING s.work_unit_key AS key
+  ), held AS (
+    SELECT key FROM beat UNION ALL SELECT key FROM released
+  ), outcome AS (
+    SELECT unit.key, unit.claim, (o ->> 'id')::bigint AS id, o ->> 'error' AS error
+    FROM unit, jsonb_array_elements(unit.outcomes) AS o
+  ), marked AS (
+    UPDATE ${queue} q
+    SET processed = true, error = outcome.error, attempts = q.attempts + 1,
+        last_error = coalesce(outcome.error, q.last_error),
+        processed_by = $2, processed_claim = outcome.claim, processed_at = clock_timestamp()
+    FROM outcome JOIN held ON held.key = outcome.key
+    WHERE q.id = outcome.id AND q.work_unit_key = outcome.key AND NOT q.processed AND q.dead_at IS NULL
+    RETURNING q.work_unit_key AS key
+  )
+  SELECT unit.key, held.key IS NOT NULL,
+         (SELECT count(*) FROM marked WHERE marked.key = unit.key)::int, NULL::text, NULL::text
+  FROM unit LEFT JOIN held ON held.key = unit.key;
+  IF $3 > 0 THEN
+    RETURN QUERY
+    SELECT c.work_unit_key, NULL::boolean, NULL::integer, c.id, c.items FROM ${claim}($3, $2, $4, $5) c;
+  END IF;
+END
+$body$`
+    ]
+  }
+}
