@@ -9,8 +9,8 @@ import { ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-ses
 import type { Driver } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
 import { Cluster, Saturation } from "@resilience/local-postgres"
-import { CountingProxy } from "@resilience/test-db"
-import { Context, Effect, Exit, Fiber, Layer, Ref } from "effect"
+import { CountingProxy, Eventually } from "@resilience/test-db"
+import { Context, Effect, Exit, Fiber, Latch, Layer, Ref } from "effect"
 import { TestClock } from "effect/testing"
 import * as CheckoutGate from "../src/internal/CheckoutGate.ts"
 
@@ -291,6 +291,8 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
           const waiting = yield* Effect.forkChild(
             Effect.all(Array.from({ length: 5 }, () => asHandler), { concurrency: 5 })
           )
+          // an absence has no event to wait for (and the gate does not expose its waiting checkouts): a window in
+          // which a handler that knocked would have shown at the proxy
           yield* Effect.sleep("300 millis")
           assert.strictEqual((yield* proxy.attempts) - before, 2, "five handlers waited: no attempt within the window")
           yield* Fiber.interrupt(waiting)
@@ -314,12 +316,22 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
       Effect.gen(function*() {
         const { cluster, context, gate, proxy } = yield* gated("queue", 3)
         const db = CheckoutGate.session(gate, Context.get(context, DbSession))
-        const hold = db.withConnection((c) => Effect.andThen(c.query("SELECT 1"), Effect.sleep("300 millis")))
+        // a checkout that keeps its connection busy until `done` opens
+        const hold = (done: Latch.Latch) => db.withConnection((c) => Effect.andThen(c.query("SELECT 1"), done.await))
         yield* db.query("SELECT 1") // the pool keeps this connection
         yield* Effect.orDie(Saturation.hold(cluster.url))
         const before = yield* proxy.attempts
         // Three at once: one takes the kept connection, two need new ones and are refused: the circuit opens.
-        const burst = yield* Effect.all(Array.from({ length: 3 }, () => Effect.exit(hold)), { concurrency: 3 })
+        const burstDone = yield* Latch.make()
+        const bursting = yield* Effect.forkChild(
+          Effect.all(Array.from({ length: 3 }, () => Effect.exit(hold(burstDone))), { concurrency: 3 })
+        )
+        yield* Eventually.until(
+          "two refused attempts while the kept connection is busy",
+          Effect.map(proxy.attempts, (attempts) => attempts - before >= 2)
+        )
+        yield* burstDone.open
+        const burst = yield* Fiber.join(bursting)
         assert.strictEqual(burst.filter(Exit.isSuccess).length, 1, "the kept connection served one")
         assert.strictEqual((yield* proxy.attempts) - before, 2)
         assert.strictEqual((yield* gate.state).circuit.phase, "Open")
@@ -328,7 +340,10 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
         assert.strictEqual((yield* proxy.attempts) - before, 2, "answers on the kept connection made no attempt")
         assert.strictEqual((yield* gate.state).circuit.phase, "Open", "and did not close the circuit")
         // Two at once: the second needs a new connection and waits for the circuit's window instead of knocking.
-        const pair = yield* Effect.forkChild(Effect.all([hold, hold], { concurrency: 2 }))
+        const pair = yield* Effect.forkChild(Effect.all([hold(yield* Latch.make()), hold(yield* Latch.make())], {
+          concurrency: 2
+        }))
+        // an absence has no event to wait for: a window in which the second's attempt would have shown at the proxy
         yield* Effect.sleep("600 millis")
         assert.strictEqual((yield* proxy.attempts) - before, 2, "no attempt within the window")
         yield* Fiber.interrupt(pair)

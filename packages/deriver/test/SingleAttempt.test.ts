@@ -6,7 +6,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { CountingProxy, TestDatabase } from "@resilience/test-db"
+import { CountingProxy, Eventually, TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as Handlers from "../src/Handlers.ts"
@@ -54,7 +54,8 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
           }).pipe(Effect.provide(context)),
           scope
         )
-        yield* Effect.sleep("1500 millis")
+        // a count of polls, not a span of time (a loaded machine polls less often in 1.5 s)
+        yield* Eventually.until(() => `8 polls (${polls} so far)`, Effect.sync(() => polls >= 8))
         // Stopped before counting: no poll is half-way between its attempt and its decision.
         yield* Scope.close(scope, Exit.void)
         const attempts = yield* proxy.attempts
