@@ -166,10 +166,8 @@ const claimedOf = (
 }
 
 /**
- * Claims up to `limit` work units for `owner` ("due" by the `Clock`); returns the
- * {@link Claim}s, oldest first. Runs as a call of the function `queue_claim` with no items per unit (the claim
- * of {@link claimWithItems}, whose kept plan walks the indexes in order): the statement's text, planned afresh on
- * each call, may sort the whole backlog (docs/results/deriver-throughput.md).
+ * Claims up to `limit` work units for `owner` ("due" by the `Clock`); returns the {@link Claim}s, oldest first:
+ * {@link claimWithItems} with no items per unit.
  *
  * @since 0.1.0
  * @category effects
@@ -180,16 +178,7 @@ export const claim = (
   limit: number,
   owner: string
 ): Effect.Effect<ReadonlyArray<Claim>, QueryError> =>
-  limit <= 0
-    ? Effect.succeed([])
-    : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.map(
-        connection.query<{ work_unit_key: string; id: string }>(
-          claimWithItemsCall(schema),
-          [limit, owner, 0, now]
-        ),
-        (rows) => rows.map((row) => ({ workUnitKey: row.work_unit_key, owner, id: row.id }))
-      ))
+  Effect.map(claimWithItems(connection, schema, limit, owner, 0), (claimed) => claimed.map(({ claim }) => claim))
 
 /**
  * The next items of a claimed unit in id order (at most `limit`), skipping dead letters and stopping before the
