@@ -106,7 +106,7 @@ layer(PollsLayer.pipe(Layer.provideMerge(Database)), { excludeTestServices: true
         // The handler's side effect is a write: it fails with 25006 while the database is read-only.
         const handler: Handlers.Handler = (item) =>
           Effect.gen(function*() {
-            yield* Effect.sleep("30 millis")
+            yield* Effect.sleep("30 millis") // the handler's own work, part of the scenario
             yield* db.query(`INSERT INTO ${effects} (item_id) VALUES ($1)`, [item.id])
           })
         const config = yield* testConfig({ workers: 3, pollingSleepMaxIntervalSeconds: 0.3 })
@@ -119,7 +119,7 @@ layer(PollsLayer.pipe(Layer.provideMerge(Database)), { excludeTestServices: true
             )
             yield* polled(Effect.map(count(`SELECT count(*) FROM ${effects}`), (n) => n >= 5))
             yield* setReadOnly(true)
-            yield* Effect.sleep("3 seconds")
+            yield* Effect.sleep("3 seconds") // the fault itself: 3 s read-only is the scenario
             yield* setReadOnly(false)
             yield* polled(
               Effect.map(

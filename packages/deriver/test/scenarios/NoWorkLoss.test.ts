@@ -16,6 +16,7 @@ import { DbSession } from "@resilience/db-session"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
+import { Eventually } from "@resilience/test-db"
 import { Context, Effect, Exit, Layer, Metric, References, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../../src/Deriver.ts"
@@ -84,7 +85,7 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
       const handlers = Handlers.make({
         record: (item) =>
           Effect.gen(function*() {
-            yield* Effect.sleep("3 millis")
+            yield* Effect.sleep("3 millis") // the handler's own work, part of the scenario
             yield* db.query(`INSERT INTO ${SchemaName.qualify(schema, "done")} (item_id) VALUES ($1::bigint)`, [
               item.id
             ])
@@ -101,15 +102,14 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
       const admin = new pg.Client({ connectionString: cluster.url, application_name: "killer" })
       yield* Effect.promise(() => admin.connect())
       const processed = (threshold: number) =>
-        Effect.gen(function*() {
-          while (true) {
-            const n = yield* Effect.tryPromise(() =>
-              admin.query(`SELECT count(*)::int AS n FROM ${SchemaName.qualify(schema, "queue")} WHERE processed`)
-            ).pipe(Effect.map((result) => (result.rows[0] as { n: number }).n), Effect.orElseSucceed(() => 0))
-            if (n >= threshold) return
-            yield* Effect.sleep("50 millis")
-          }
-        })
+        Eventually.satisfying(
+          `${threshold} items processed`,
+          Effect.tryPromise(() =>
+            admin.query(`SELECT count(*)::int AS n FROM ${SchemaName.qualify(schema, "queue")} WHERE processed`)
+          ).pipe(Effect.map((result) => (result.rows[0] as { n: number }).n), Effect.orElseSucceed(() => 0)),
+          (n) => n >= threshold,
+          { within: "120 seconds", every: "50 millis" }
+        )
       const failedPollsBefore = (yield* Metric.value(DeriverMetrics.pollsBy.error)).count
       const dbFailuresBefore = (yield* Metric.value(DeriverMetrics.itemDatabaseFailures)).count
 
@@ -119,6 +119,7 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
       // Phase 1: kill the deriver's backends mid-unit, repeatedly.
       yield* processed(share(0.15))
       let killed = 0
+      // the faults' own rhythm (a kill every 60 ms), part of the scenario, not a wait for something
       for (let i = 0; i < 12; i++) {
         killed += yield* killDeriverBackends(admin)
         yield* Effect.sleep("60 millis")
@@ -130,6 +131,7 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
       const saturation = yield* Saturation.hold(cluster.url, { applicationName: "saturator", patience: "1 second" })
         .pipe(Effect.orDie)
       const during0 = (yield* Metric.value(DeriverMetrics.pollsBy.error)).count
+      // the outage itself: its length is what the failed polls during it are counted against
       yield* Effect.sleep("2 seconds")
       const during1 = (yield* Metric.value(DeriverMetrics.pollsBy.error)).count
       // Kill again while saturated (the admin connection holds its own slot).
@@ -140,7 +142,7 @@ layer(Session, { excludeTestServices: true, timeout: "180 seconds" })("No work l
       yield* processed(share(0.7))
       for (let i = 0; i < 8; i++) {
         killed += yield* killDeriverBackends(admin)
-        yield* Effect.sleep("60 millis")
+        yield* Effect.sleep("60 millis") // the faults' rhythm, as in phase 1
       }
       yield* processed(total)
       yield* Effect.promise(() => admin.end())

@@ -22,7 +22,7 @@ import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
-import { CountingProxy } from "@resilience/test-db"
+import { CountingProxy, Eventually } from "@resilience/test-db"
 import { Effect, Exit, Layer, References, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -122,7 +122,7 @@ const scenario = (
     const restart = (downMillis: number) =>
       Effect.gen(function*() {
         yield* Scope.close(running.scope, Exit.void)
-        yield* Effect.sleep(downMillis)
+        yield* Effect.sleep(downMillis) // the outage itself: its length is the scenario
         running = yield* startCluster
       }).pipe(Effect.orDie)
 
@@ -145,7 +145,7 @@ const scenario = (
     const handled = new Map<string, number>()
     const handler: Handlers.Handler = (item) =>
       Effect.gen(function*() {
-        yield* Effect.sleep("30 millis")
+        yield* Effect.sleep("30 millis") // the handler's own work, part of the scenario
         handled.set(item.id, (handled.get(item.id) ?? 0) + 1)
       })
     const config = yield* testConfig({ workers: 3, ...configInput })
@@ -171,7 +171,7 @@ const scenario = (
       const rows = yield* db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${t("active_queue_sessions")}`)
       return rows[0]?.n ?? 0
     }).pipe(Effect.provide(admin), Effect.orElseSucceed(() => 0))
-    while ((yield* held) === 0) yield* Effect.sleep("20 millis")
+    yield* Eventually.until("the derivers holding units", Effect.map(held, (n) => n > 0))
     yield* fault({ restart, cutA: proxyA.setCut })
     const pending = Effect.gen(function*() {
       const db = yield* DbSession
@@ -179,8 +179,10 @@ const scenario = (
       return rows[0]?.n ?? -1
     }).pipe(Effect.provide(admin), Effect.orElseSucceed(() => -1))
     const pendingAfterFault = yield* pending
-    const deadline = Date.now() + 90_000
-    while ((yield* pending) !== 0 && Date.now() < deadline) yield* Effect.sleep("100 millis")
+    yield* Eventually.satisfying("the drain after the fault", pending, (n) => n === 0, {
+      within: "90 seconds",
+      every: "100 millis"
+    })
     yield* Scope.close(derivers, Exit.void)
 
     const figures = yield* Effect.gen(function*() {
@@ -240,6 +242,7 @@ describe("Deriver through restarts and outages (dedicated cluster)", () => {
         { pollingSleepMaxIntervalSeconds: 0.5 },
         ({ restart }) =>
           Effect.gen(function*() {
+            // the faults' own rhythm, part of the scenario: 300 ms into the drain, and 300 ms after the first
             yield* Effect.sleep("300 millis")
             yield* restart(0)
             yield* Effect.sleep("300 millis")
@@ -258,6 +261,7 @@ describe("Deriver through restarts and outages (dedicated cluster)", () => {
       losesNoWork(
         "outage 6 s > stale timeout 3 s",
         staleAfterThreeSeconds,
+        // 300 ms into the drain (the fault's moment, part of the scenario), 6 s down
         ({ restart }) => Effect.andThen(Effect.sleep("300 millis"), restart(6_000))
       ).pipe(Effect.tap((figures) => Effect.sync(() => assertPendingAfterFault(figures)))),
     timeout
@@ -272,6 +276,7 @@ describe("Deriver through restarts and outages (dedicated cluster)", () => {
           staleAfterThreeSeconds,
           ({ cutA }) =>
             Effect.gen(function*() {
+              // 300 ms into the drain, a partition of 5 s: the fault's moment and length are the scenario
               yield* Effect.sleep("300 millis")
               yield* cutA(true)
               yield* Effect.sleep("5 seconds")

@@ -15,7 +15,7 @@ import { DbSession } from "@resilience/db-session"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
-import { CountingProxy } from "@resilience/test-db"
+import { CountingProxy, Eventually } from "@resilience/test-db"
 import { Context, Effect, Exit, Layer, References, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../../src/Deriver.ts"
@@ -95,10 +95,11 @@ const saturationWindow = (poolClass: "null" | "queue") =>
         pollingStartupJitterSeconds: 0,
         shutdownGraceSeconds: 1
       }))
+      // the handler's own work, part of the scenario
       const handlers = Handlers.make({ work: () => Effect.sleep("300 millis") })
       const scope = yield* Scope.make()
       yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-      while ((yield* processed) < 16) yield* Effect.sleep("50 millis")
+      yield* Eventually.satisfying("16 items processed", processed, (n) => n >= 16, { every: "50 millis" })
 
       // Saturate: kill the deriver's backends but one, and hold every slot (patience: take those freed too).
       yield* Effect.promise(() =>
@@ -112,6 +113,7 @@ const saturationWindow = (poolClass: "null" | "queue") =>
         .pipe(Effect.orDie)
       const attemptsBefore = yield* proxy.attempts
       const processedBefore = yield* processed
+      // the window itself: the attempts within it are what the schedule bounds
       yield* Effect.sleep(`${windowSeconds} seconds`)
       const attempts = (yield* proxy.attempts) - attemptsBefore
       const processedDuring = (yield* processed) - processedBefore

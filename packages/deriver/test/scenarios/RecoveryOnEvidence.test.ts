@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
+import { Eventually } from "@resilience/test-db"
 import { Effect, Exit, Layer, References, Scope } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -67,7 +68,7 @@ const recovery = (poolClass: "null" | "queue") =>
           if (event._tag === "Polled") polls.push({ at: performance.now(), outcome: event.outcome })
         })
     }).pipe(Effect.provide(yield* Layer.build(session(url, "deriver", poolClass))))
-    while (polls.length === 0) yield* Effect.sleep("20 millis")
+    yield* Eventually.until("the deriver's first poll", Effect.sync(() => polls.length > 0))
     // a busy deriver: work just drained, so its schedule is at the base and its polls fail through the outage
     yield* Effect.gen(function*() {
       const db = yield* DbSession
@@ -80,11 +81,15 @@ const recovery = (poolClass: "null" | "queue") =>
       )
     }).pipe(Effect.provide(admin), Effect.orDie)
     yield* deriver.wake
-    while (processed.size < 20) yield* Effect.sleep("10 millis")
+    yield* Eventually.until(
+      () => `20 items processed (${processed.size} so far)`,
+      Effect.sync(() => processed.size >= 20),
+      { every: "10 millis" }
+    )
     processed.clear()
     // the outage: the server stopped (fast shutdown) and started again on the same data and port
     yield* Scope.close(running.scope, Exit.void)
-    yield* Effect.sleep(`${downSeconds} seconds`)
+    yield* Effect.sleep(`${downSeconds} seconds`) // the outage itself: its length is the scenario
     running = yield* startCluster
     // the first write after the outage, and its wake
     const written = yield* Effect.gen(function*() {
@@ -96,7 +101,10 @@ const recovery = (poolClass: "null" | "queue") =>
     assert.strictEqual(written, 1)
     const wroteAt = performance.now()
     const decision = yield* deriver.wake
-    while (processed.size === 0 && performance.now() - wroteAt < 40_000) yield* Effect.sleep("10 millis")
+    yield* Eventually.until("the first write after the outage processed", Effect.sync(() => processed.size > 0), {
+      within: "40 seconds",
+      every: "10 millis"
+    })
     const tookMillis = [...processed.values()][0]! - wroteAt
     console.log(
       `recovery on evidence (${poolClass} pool): the first write after a ${downSeconds} s restart processed ` +
