@@ -11,7 +11,7 @@ import { Effect, Logger } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
-import * as LoopLag from "../src/LoopLag.ts"
+import * as LoopLag from "../src/internal/LoopLag.ts"
 
 const url = process.env.DATABASE_URL!
 const schema = SchemaName.makeUnsafe(process.env.BENCH_SCHEMA!)

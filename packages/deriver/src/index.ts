@@ -6,11 +6,12 @@
  */
 
 /**
- * The database condition, logged once per change of state.
+ * The database condition, logged once per change of state (the deriver's own; moved to `src/internal`).
  *
+ * @deprecated Since 0.3.0: the deriver's internal log; this entry goes in 0.4.0.
  * @since 0.2.0
  */
-export * as ConditionLog from "./ConditionLog.ts"
+export * as ConditionLog from "./internal/ConditionLog.ts"
 
 /**
  * The deriver: the poll loop over one tenant schema's queue.
@@ -46,13 +47,6 @@ export * as Failures from "./Failures.ts"
  * @since 0.1.0
  */
 export * as Handlers from "./Handlers.ts"
-
-/**
- * The process's own delay (event-loop lag), so the overload signal counts the database's time only.
- *
- * @since 0.3.0
- */
-export * as LoopLag from "./LoopLag.ts"
 
 /**
  * Overload-aware polling: signals, the interval floor and its recovery (pure; shared with the fleet

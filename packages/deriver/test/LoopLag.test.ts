@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { platform } from "node:os"
-import * as LoopLag from "../src/LoopLag.ts"
+import * as LoopLag from "../src/internal/LoopLag.ts"
 
 const settings: LoopLag.Settings = { intervalMillis: 50, toleranceMillis: 2 }
 

@@ -9,7 +9,7 @@
  */
 import { Classify } from "@resilience/db-session"
 import { Effect } from "effect"
-import * as Failures from "./Failures.ts"
+import * as Failures from "../Failures.ts"
 
 /**
  * The log of one deriver's database condition.
