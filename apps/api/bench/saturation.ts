@@ -32,6 +32,7 @@ import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Logger, References, type Scope } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const healthzClients = Number(process.env.BENCH_HEALTHZ_CLIENTS ?? 10)
@@ -54,12 +55,6 @@ interface Sample {
 interface Run {
   readonly samples: Array<Sample>
   readonly seconds: number
-}
-
-const percentile = (values: ReadonlyArray<number>, p: number): number => {
-  if (values.length === 0) return Number.NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
 }
 
 const statuses = (samples: ReadonlyArray<Sample>): Record<string, number> => {
@@ -119,8 +114,6 @@ const load = (
 }
 
 const sleep = (millis: number) => new Promise((resolve) => setTimeout(resolve, millis))
-
-const fixed = (n: number, digits = 1) => Number.isFinite(n) ? n.toFixed(digits) : "-"
 
 /** A readiness wait is one long poll, not a fleet's retries: it gets a budget that does not run out. */
 const waiting = { maxTokens: 1_000_000, ratio: 1 }
@@ -185,11 +178,11 @@ const saturatedPhase = (name: string, api: string, token: string, proxy: Countin
       requests: db.samples.length,
       seconds: db.seconds,
       statuses: statuses(db.samples),
-      p50_503: percentile(unavailable, 50),
-      p99_503: percentile(unavailable, 99),
+      p50_503: Stats.median(unavailable),
+      p99_503: Stats.quantile(unavailable, 0.99),
       healthzRequests: ok.length,
-      p50_healthz: percentile(ok, 50),
-      p99_healthz: percentile(ok, 99),
+      p50_healthz: Stats.median(ok),
+      p99_healthz: Stats.quantile(ok, 0.99),
       attempts,
       series,
       metrics: yield* admissionMetrics(api)
@@ -211,8 +204,8 @@ const healthyPhase = (name: string, api: string, token: string, proxy: CountingP
       requests: run.samples.length,
       perSecond: run.samples.length / run.seconds,
       statuses: statuses(run.samples),
-      p50: percentile(millis, 50),
-      p99: percentile(millis, 99),
+      p50: Stats.median(millis),
+      p99: Stats.quantile(millis, 0.99),
       attempts: (yield* proxy.attempts) - before,
       metrics: yield* admissionMetrics(api)
     }
@@ -314,12 +307,12 @@ const program = Effect.gen(function*() {
   console.log("|---|---|---|---|---|---|---|")
   for (const r of healthy) {
     console.log(
-      `| ${r.name} | ${r.requests} | ${fixed(r.perSecond, 0)} | ${JSON.stringify(r.statuses)} | ${fixed(r.p50)} | ${
-        fixed(r.p99)
-      } | ${r.attempts} |`
+      `| ${r.name} | ${r.requests} | ${Stats.fixed(r.perSecond, 0)} | ${JSON.stringify(r.statuses)} | ${
+        Stats.fixed(r.p50)
+      } | ${Stats.fixed(r.p99)} | ${r.attempts} |`
     )
   }
-  console.log(`throughput with the gate / without: ${fixed(healthy[0]!.perSecond / healthy[1]!.perSecond, 3)}`)
+  console.log(`throughput with the gate / without: ${Stats.fixed(healthy[0]!.perSecond / healthy[1]!.perSecond, 3)}`)
   console.log(`gate metrics after the healthy run: ${healthy[0]!.metrics.join("; ")}`)
 
   console.log(`\nsaturated database, ${saturatedSeconds} s:`)
@@ -330,11 +323,11 @@ const program = Effect.gen(function*() {
   for (const r of saturated) {
     const rest = r.series.slice(1)
     console.log(
-      `| ${r.name} | ${r.requests} | ${JSON.stringify(r.statuses)} | ${fixed(r.p50_503)} | ${fixed(r.p99_503)} | ${
-        fixed(r.p50_healthz)
-      } | ${fixed(r.p99_healthz)} | ${fixed(r.p99_503 / r.p99_healthz, 2)} | ${r.attempts} | ${
-        fixed(r.attempts / r.seconds)
-      }, ${Math.max(0, ...rest)}; ${r.series[0] ?? "-"} |`
+      `| ${r.name} | ${r.requests} | ${JSON.stringify(r.statuses)} | ${Stats.fixed(r.p50_503)} | ${
+        Stats.fixed(r.p99_503)
+      } | ${Stats.fixed(r.p50_healthz)} | ${Stats.fixed(r.p99_healthz)} | ${
+        Stats.fixed(r.p99_503 / r.p99_healthz, 2)
+      } | ${r.attempts} | ${Stats.fixed(r.attempts / r.seconds)}, ${Math.max(0, ...rest)}; ${r.series[0] ?? "-"} |`
     )
   }
   console.log(
@@ -348,9 +341,9 @@ const program = Effect.gen(function*() {
 
   console.log("\nrecovery (gate on):")
   console.log(
-    `release took ${fixed(recovery.releaseMillis, 0)} ms (until the held backends exited); first 2xx ${
-      fixed(recovery.first2xxMillis, 0)
-    } ms after it, last non-2xx ${fixed(recovery.last503Millis, 0)} ms after it; statuses after: ${
+    `release took ${Stats.fixed(recovery.releaseMillis, 0)} ms (until the held backends exited); first 2xx ${
+      Stats.fixed(recovery.first2xxMillis, 0)
+    } ms after it, last non-2xx ${Stats.fixed(recovery.last503Millis, 0)} ms after it; statuses after: ${
       JSON.stringify(recovery.after)
     }; target: within the window the 5 s outage reached (1 → 2 → 4 s nominal: ${4 * windowMax} ms at the longest draw)`
   )
@@ -395,7 +388,9 @@ const outageRun = (name: string, cluster: Cluster.Cluster, env: Record<string, s
       marks.releasing = performance.now() - startedAt
       yield* Effect.orDie(saturation.release)
       marks.released = performance.now() - startedAt
-      console.log(`  [${name}] released (${fixed(marks.released - marks.releasing, 0)} ms until the backends exited)`)
+      console.log(
+        `  [${name}] released (${Stats.fixed(marks.released - marks.releasing, 0)} ms until the backends exited)`
+      )
       yield* Effect.promise(() => sleep(afterSeconds * 1000))
     })).pipe(Effect.ensuring(Effect.sync(() => {
       running = false
@@ -433,7 +428,7 @@ const outageRun = (name: string, cluster: Cluster.Cluster, env: Record<string, s
       retryAfterLastMinute: retryAfters.length === 0
         ? "-"
         : `${retryAfters.reduce((a, b) => Math.min(a, b))}–${retryAfters.reduce((a, b) => Math.max(a, b))} s (median ${
-          percentile(retryAfters, 50)
+          Stats.median(retryAfters)
         })`,
       after: statuses(afterRelease),
       metrics: yield* admissionMetrics(baseUrl)
@@ -470,13 +465,15 @@ const outageProgram = Effect.gen(function*() {
     console.log(
       `| ${r.name} | ${r.attemptsDuringOutage} | ${r.attemptsLastMinute} | ${r.perSecondLastMinute.join(" ")} | ${
         JSON.stringify(r.responsesLastMinute)
-      } | ${r.retryAfterLastMinute} | ${fixed(r.first2xxAfterReleaseStartMillis / 1000)} s (${
-        fixed(r.first2xxAfterReleaseMillis / 1000)
+      } | ${r.retryAfterLastMinute} | ${Stats.fixed(r.first2xxAfterReleaseStartMillis / 1000)} s (${
+        Stats.fixed(r.first2xxAfterReleaseMillis / 1000)
       } s) |`
     )
   }
   console.log(
-    `targets: ≤ 4 attempts in the last 60 s; first 2xx within 1.5 × the cap = ${fixed(bound / 1000)} s of the release`
+    `targets: ≤ 4 attempts in the last 60 s; first 2xx within 1.5 × the cap = ${
+      Stats.fixed(bound / 1000)
+    } s of the release`
   )
   for (const r of runs) {
     console.log(

@@ -42,6 +42,7 @@ import type { Scope } from "effect"
 import { Agent, createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { loadavg } from "node:os"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 
 const list = (name: string, fallback: string) =>
   (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
@@ -56,17 +57,11 @@ const pickupWakes = list("BENCH_PICKUP_WAKES", "on,off").map((value) => value ==
 const adminToken = "bench-wake-admin-token"
 const load = () => loadavg().map((n) => n.toFixed(1)).join(" ")
 const nowMillis = () => performance.timeOrigin + performance.now()
-const fixed = (n: number | undefined, digits = 1) => n === undefined ? "-" : n.toFixed(digits)
 
-const quantile = (values: ReadonlyArray<number>, q: number): number | undefined => {
-  if (values.length === 0) return undefined
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]
-}
 const summary = (values: ReadonlyArray<number>, unit = "ms", digits = 1) =>
-  `n=${values.length} p50 ${fixed(quantile(values, 0.5), digits)} ${unit}, p99 ${
-    fixed(quantile(values, 0.99), digits)
-  } ${unit}, max ${fixed(Math.max(...values), digits)} ${unit}`
+  `n=${values.length} p50 ${Stats.fixed(Stats.median(values), digits)} ${unit}, p99 ${
+    Stats.fixed(Stats.quantile(values, 0.99), digits)
+  } ${unit}, max ${Stats.fixed(Stats.max(values), digits)} ${unit}`
 
 type Pool = "queue" | "null"
 
@@ -302,8 +297,10 @@ const burst = (wake: boolean) =>
     const first = [...firstTry].map(([status, n]) => `${n} × ${status}`).join(", ")
     const accepted = statuses.filter((s) => s === 201).length
     const line = `[burst wakes ${wake ? "on" : "off"}] 1000 writes sent within 1 s (first answers ${first}; ` +
-      `${accepted} accepted, resending 503s after Retry-After, by ${fixed(written, 0)} ms); ${counts.total} items, ` +
-      `all processed ${fixed((counts.last ?? 0) - started, 0)} ms after the first write; ` +
+      `${accepted} accepted, resending 503s after Retry-After, by ${
+        Stats.fixed(written, 0)
+      } ms); ${counts.total} items, ` +
+      `all processed ${Stats.fixed((counts.last ?? 0) - started, 0)} ms after the first write; ` +
       `${polls} polls (${woken} woken); load ${load()}`
     console.log(line)
     return line
@@ -346,8 +343,10 @@ const burstDb = (wake: boolean) =>
     const text = yield* scrape(`${t.metricsUrl}/metrics`)
     const delta = (name: string, labels = "") => metric(text, name, labels) - metric(text0, name, labels)
     const line =
-      `[burst-db wakes ${wake ? "on" : "off"}] 1000 writes committed in ${fixed(written, 0)} ms (the API's ` +
-      `sender after each); ${counts.total} items, all processed ${fixed((counts.last ?? 0) - started, 0)} ms after ` +
+      `[burst-db wakes ${wake ? "on" : "off"}] 1000 writes committed in ${Stats.fixed(written, 0)} ms (the API's ` +
+      `sender after each); ${counts.total} items, all processed ${
+        Stats.fixed((counts.last ?? 0) - started, 0)
+      } ms after ` +
       `the first write; ${delta("deriver_polls_total")} polls (${delta("deriver_polls_woken_total")} woken, ` +
       `${delta("deriver_polls_total", "result=\"claimed\"")} claimed, ${
         delta("deriver_polls_total", "result=\"empty\"")
@@ -402,8 +401,10 @@ const recovery = (wake: boolean) =>
       counts = yield* processedCount(db.sql, t.schema)
     }
     const line = `[${label}] ${saturationSeconds} s saturation (${saturation.held} slots held, ${refused} writes ` +
-      `refused meanwhile); first 201 ${fixed((first.at - releasedAt) / 1000, 1)} s after the release; first item ` +
-      `processed ${fixed((counts.last ?? Number.NaN) - first.at, 0)} ms after that 201; load ${load()}`
+      `refused meanwhile); first 201 ${
+        Stats.fixed((first.at - releasedAt) / 1000, 1)
+      } s after the release; first item ` +
+      `processed ${Stats.fixed((counts.last ?? Number.NaN) - first.at, 0)} ms after that 201; load ${load()}`
     console.log(line)
     return line
   }))
@@ -509,7 +510,9 @@ const flood = Effect.scoped(Effect.gen(function*() {
   const woken = metric(text, "deriver_polls_woken_total") - metric(text0, "deriver_polls_woken_total")
   const attempts = (yield* proxy.attempts) - attempts0
   const line =
-    `[flood] ${sent} POST /wake in ${fixed(elapsed)} s (${fixed(sent / elapsed, 0)}/s, ${accepted} × 202): ` +
+    `[flood] ${sent} POST /wake in ${Stats.fixed(elapsed)} s (${
+      Stats.fixed(sent / elapsed, 0)
+    }/s, ${accepted} × 202): ` +
     `${polls} polls (${woken} woken; bound 1 per 50 ms = ${Math.floor(elapsed * 20) + 1}), ${attempts} connection ` +
     `attempts (null pool: one per poll); received ${metric(text, "deriver_wakes_received_total")}, ` +
     `coalesced ${metric(text, "deriver_wakes_coalesced_total")}; load ${load()}`
@@ -543,7 +546,7 @@ const idle = Effect.scoped(Effect.gen(function*() {
       const line =
         `[idle wakes ${wake ? "on" : "off"}] ${attempts} connection attempts in ${idleSeconds} s after one ` +
         `write was processed and the schedule back at its cap (null pool: one attempt per poll; ${polls} polls since ` +
-        `start); expected ~${fixed(idleSeconds / 30, 0)} (one per jittered 30 s); load ${load()}`
+        `start); expected ~${Stats.fixed(idleSeconds / 30, 0)} (one per jittered 30 s); load ${load()}`
       console.log(line)
       lines.push(line)
     }), { concurrency: "unbounded", discard: true })

@@ -12,6 +12,7 @@ import type { InvalidParameter } from "@resilience/parameters"
 import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Console, Effect, Fiber, Layer, References } from "effect"
 import type pg from "pg"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as ActivitySampler from "../src/ActivitySampler.ts"
 
 /**
@@ -139,7 +140,6 @@ export const phase = (
     )
     yield* Fiber.interrupt(sampler)
     const within = samples.filter((s) => s.second <= options.phaseSeconds)
-    const mean = (xs: ReadonlyArray<number>) => xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length
     const result: Phase = {
       name,
       jitter,
@@ -147,9 +147,9 @@ export const phase = (
       polls,
       connectionErrors,
       claimsPeak: Math.max(0, ...within.map((s) => s.claims)),
-      claimsMean: mean(within.map((s) => s.claims)),
+      claimsMean: Stats.mean(within.map((s) => s.claims)),
       connectionsPeak: Math.max(0, ...within.map((s) => s.connections)),
-      connectionsMean: mean(within.map((s) => s.connections))
+      connectionsMean: Stats.mean(within.map((s) => s.connections))
     }
     return result
   })

@@ -9,6 +9,7 @@ import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Cluster } from "@resilience/local-postgres"
 import { Console, Effect, FileSystem, Option } from "effect"
 import { Command, Flag } from "effect/cli"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as ActivitySampler from "../src/ActivitySampler.ts"
 import * as Chart from "../src/Chart.ts"
 import * as Report from "../src/Report.ts"
@@ -64,9 +65,9 @@ const command = Command.make(
     const on = yield* HerdBench.phase(options, true, client)
     const rows: Array<[string, (p: HerdBench.Phase) => string]> = [
       ["peak concurrent claims", (p) => String(p.claimsPeak)],
-      ["mean concurrent claims", (p) => p.claimsMean.toFixed(2)],
+      ["mean concurrent claims", (p) => Stats.fixed(p.claimsMean, 2)],
       ["peak connections", (p) => String(p.connectionsPeak)],
-      ["mean connections", (p) => p.connectionsMean.toFixed(2)],
+      ["mean connections", (p) => Stats.fixed(p.connectionsMean, 2)],
       ["polls", (p) => String(p.polls)],
       ["connection errors (failed polls)", (p) => String(p.connectionErrors)],
       ["samples", (p) => String(p.samples.length)]

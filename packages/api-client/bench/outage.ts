@@ -24,6 +24,7 @@ import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Duration, Effect, Fiber, Random } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { randomUUID } from "node:crypto"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import { ApiClient, RetryPolicy } from "../src/index.ts"
 import { adminToken, type Arrival, recordingProxy, spawnApi } from "../test/support.ts"
 
@@ -113,7 +114,6 @@ const phase = (mode: Mode, cluster: Cluster.Cluster, proxy: { url: string; arriv
     const arrivals = proxy.arrivals.slice(before).filter((arrival) => arrival.path.includes("/messages"))
     const during = perSecond(arrivals, startedAt, saturationSeconds)
     const after = perSecond(arrivals, releasedAt, Math.max(1, Math.ceil((lastAccepted - releasedAt) / 1000)))
-    const mean = during.reduce((a, b) => a + b, 0) / during.length
     const tenths = Array.from({ length: saturationSeconds * 10 }, () => 0)
     for (const arrival of arrivals) {
       const tenth = Math.floor((arrival.atMillis - startedAt) / 100)
@@ -122,7 +122,7 @@ const phase = (mode: Mode, cluster: Cluster.Cluster, proxy: { url: string; arriv
     return {
       mode,
       duringPerSecond: during,
-      meanPerSecond: mean,
+      meanPerSecond: Stats.mean(during),
       peakPerSecond: Math.max(...during),
       // after the first second (everyone's first request), the largest 100 ms burst: in step or spread
       peakPer100ms: Math.max(...tenths),

@@ -10,6 +10,7 @@ import { CountingProxy } from "@resilience/test-db"
 import { Effect, type Layer } from "effect"
 import { performance } from "node:perf_hooks"
 import pg from "pg"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import { DbSession } from "../src/index.ts"
 
 const SAMPLES = 200
@@ -17,11 +18,6 @@ const BASELINE_SAMPLES = 20
 const BASELINE_BUDGET_MS = 10_000
 
 const log = (line: string) => Effect.sync(() => console.log(line))
-
-const percentile = (values: ReadonlyArray<number>, p: number): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN
-}
 
 const ms = (value: number) => value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(2)} ms`
 
@@ -130,17 +126,17 @@ const program = Effect.gen(function*() {
   const lines = [header, "|---|---:|---:|---|---:|"]
   for (const row of rows) {
     lines.push(
-      `| ${row.label} | ${ms(percentile(row.samples, 50))} | ${ms(percentile(row.samples, 99))} | ${row.outcome} | ${
-        row.attempts === undefined ? "" : row.attempts.toFixed(2)
-      } |`
+      `| ${row.label} | ${ms(Stats.median(row.samples))} | ${
+        ms(Stats.quantile(row.samples, 0.99))
+      } | ${row.outcome} | ${row.attempts === undefined ? "" : row.attempts.toFixed(2)} |`
     )
   }
   const baselineRow = rows.find((row) => row.label.startsWith("baseline"))
   const failFast = rows.find((row) => row.label === "saturated pg/null")
   yield* log(lines.join("\n"))
   if (baselineRow !== undefined && failFast !== undefined) {
-    const ratio50 = percentile(baselineRow.samples, 50) / percentile(failFast.samples, 50)
-    const ratio99 = percentile(baselineRow.samples, 99) / percentile(failFast.samples, 99)
+    const ratio50 = Stats.median(baselineRow.samples) / Stats.median(failFast.samples)
+    const ratio99 = Stats.quantile(baselineRow.samples, 0.99) / Stats.quantile(failFast.samples, 0.99)
     yield* log(
       `\nbaseline ÷ fail-fast (pg/null, saturated): p50 ×${ratio50.toFixed(0)}, p99 ×${ratio99.toFixed(0)}; ` +
         `connection attempts per acquisition: ${baselineRow.attempts?.toFixed(1)} vs ${failFast.attempts?.toFixed(2)}`

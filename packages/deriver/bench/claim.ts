@@ -37,6 +37,7 @@ import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
 import { Deferred, Duration, Effect, Exit, Fiber, Logger, Metric, Scope } from "effect"
 import pg from "pg"
+import { median, quantile as percentile } from "../../../labs/bench-kit/src/Stats.ts"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
@@ -56,15 +57,6 @@ const runSeconds = Number(process.env.BENCH_RUN_SECONDS ?? 15)
 
 const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 const now = () => performance.now()
-
-const median = (values: ReadonlyArray<number>) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(sorted.length / 2)]!
-}
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
-}
 
 const session = (url: string, poolClass: "null" | "queue") =>
   DbSession.layer({ url, connectTimeout: "5 seconds", poolClass, poolSize: 10, driver: "pg", applicationName: "bench" })

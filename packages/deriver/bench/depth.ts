@@ -17,6 +17,7 @@ import { Migrator, SchemaName } from "@resilience/schema"
 import { Effect, Exit, Scope } from "effect"
 import { loadavg } from "node:os"
 import pg from "pg"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import * as Maintenance from "../src/Maintenance.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
@@ -92,7 +93,6 @@ const program = Effect.gen(function*() {
         times.push(performance.now() - t0)
         row = result.rows[0] as Record<string, unknown>
       }
-      times.sort((a, b) => a - b)
       const plan = yield* q(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params)
       const planText = plan.rows.map((r) => `    ${String(r["QUERY PLAN"])}`).join("\n")
       const executionLine = planText.split("\n").find((l) => l.includes("Execution Time")) ?? ""
@@ -101,8 +101,8 @@ const program = Effect.gen(function*() {
       const uncappedMillis = performance.now() - t0
       yield* log(
         `\n## ${shape.name} (${state}); load ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n` +
-          `  sample: median ${times[Math.floor(times.length / 2)]!.toFixed(3)} ms, max ${
-            times[times.length - 1]!.toFixed(3)
+          `  sample: median ${Stats.fixed(Stats.median(times), 3)} ms, max ${
+            Stats.fixed(Stats.max(times), 3)
           } ms over ${runs} runs; row ${JSON.stringify(row)}\n` +
           `  EXPLAIN ANALYZE: ${executionLine.trim()}\n` +
           `  uncapped count(*) of the never-timed pending rows: ${uncappedMillis.toFixed(1)} ms (${

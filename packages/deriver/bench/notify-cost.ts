@@ -33,6 +33,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Enqueue from "../src/Enqueue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
@@ -50,11 +51,6 @@ const schema = SchemaName.makeUnsafe("bench_notify")
 
 const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 const now = () => performance.now()
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  if (values.length === 0) return NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
-}
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
@@ -140,13 +136,13 @@ const run = (url: string, round: number, mode: string, variant: Variant, writers
       writers,
       commits: latencies.length,
       perSecond: latencies.length / seconds,
-      p50: percentile(latencies, 0.5),
-      p99: percentile(latencies, 0.99),
+      p50: Stats.median(latencies),
+      p99: Stats.quantile(latencies, 0.99),
       load: load(),
       ...(listening === undefined ? {} : {
         received: delivery.length,
-        deliveryP50: percentile(delivery, 0.5),
-        deliveryP99: percentile(delivery, 0.99)
+        deliveryP50: Stats.median(delivery),
+        deliveryP99: Stats.quantile(delivery, 0.99)
       })
     }
     return result

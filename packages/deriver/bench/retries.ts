@@ -20,6 +20,7 @@ import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Effect, Exit, Logger, Scope } from "effect"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Enqueue from "../src/Enqueue.ts"
@@ -50,11 +51,6 @@ const freshQueue = (schema: SchemaName.SchemaName) =>
   })
 
 const flakyMax = process.env.BENCH_FLAKY_MAX === undefined ? undefined : Number(process.env.BENCH_FLAKY_MAX)
-
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length * p) / 100))] ?? 0
-}
 
 /** Retries at their time: items failing 0..flakyMax times with millisecond backoffs (see the header). */
 const flaky = (flakyMax: number) =>
@@ -123,11 +119,11 @@ const flaky = (flakyMax: number) =>
         `production deriver defaults (workers ${config.workers})\n` +
         `all processed: ${processed === items} (${processed} of ${items}) in ${seconds.toFixed(1)} s; ` +
         `${late.length} retries, their backoffs summing to ${(backoffSum / 1000).toFixed(1)} s\n` +
-        `per retried item, (success − first run) ÷ its backoffs: p50 ${percentile(ratios, 50).toFixed(2)}, ` +
-        `p90 ${percentile(ratios, 90).toFixed(2)}, max ${percentile(ratios, 100).toFixed(2)}\n` +
-        `a retry's run after its time: p50 ${percentile(late, 50).toFixed(0)} ms, p99 ${
-          percentile(late, 99).toFixed(0)
-        } ms, max ${percentile(late, 100).toFixed(0)} ms`
+        `per retried item, (success − first run) ÷ its backoffs: p50 ${Stats.fixed(Stats.median(ratios), 2)}, ` +
+        `p90 ${Stats.fixed(Stats.quantile(ratios, 0.9), 2)}, max ${Stats.fixed(Stats.max(ratios), 2)}\n` +
+        `a retry's run after its time: p50 ${Stats.fixed(Stats.median(late), 0)} ms, p99 ${
+          Stats.fixed(Stats.quantile(late, 0.99), 0)
+        } ms, max ${Stats.fixed(Stats.max(late), 0)} ms`
     )
   })
 

@@ -32,6 +32,7 @@ import { loadavg } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Queue from "../src/Queue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
@@ -79,11 +80,6 @@ interface Polled {
 
 const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 const load = () => loadavg().map((l) => l.toFixed(2)).join(" ")
-const quantile = (values: ReadonlyArray<number>, p: number) => {
-  if (values.length === 0) return NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!
-}
 const s = (millis: number) => Number.isNaN(millis) ? "-" : `${(millis / 1000).toFixed(2)} s`
 
 /** Kills a process and resolves once it has exited. */
@@ -229,13 +225,13 @@ const runCase = (url: string, c: Case, index: number) =>
       polls: during.length,
       slow: during.filter((p) => p.signal === "slow" || p.signal === "cancelled").length,
       maxFloor: Math.max(0, ...during.map((p) => p.floorMillis)),
-      sleepP50: quantile(during.map((p) => p.sleepMillis), 0.5),
+      sleepP50: Stats.median(during.map((p) => p.sleepMillis)),
       sleepMax: Math.max(0, ...during.map((p) => p.sleepMillis)),
-      lagP50: quantile(lags, 0.5),
+      lagP50: Stats.median(lags),
       lagMax: Math.max(0, ...lags),
       sent: sent.size,
       picked: pickups.filter((p) => !Number.isNaN(p)).length,
-      pickupP50: quantile(pickups.filter((p) => !Number.isNaN(p)), 0.5),
+      pickupP50: Stats.median(pickups.filter((p) => !Number.isNaN(p))),
       pickupMax: Math.max(0, ...pickups.filter((p) => !Number.isNaN(p))),
       load: load()
     }

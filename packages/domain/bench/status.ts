@@ -9,14 +9,13 @@ import { Queue } from "@resilience/deriver"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
 import { Effect, Logger } from "effect"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Domain from "../src/Domain.ts"
 import * as QueueStatus from "../src/QueueStatus.ts"
 
 const schema = SchemaName.makeUnsafe("bench_status")
 const workspace = "acme"
 const rounds = 20
-
-const median = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 /** Median wall time of `rounds` runs of `effect`, in milliseconds. */
 const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -27,7 +26,7 @@ const timed = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       yield* effect
       samples.push(performance.now() - started)
     }
-    return median(samples)
+    return Stats.median(samples)
   })
 
 const program = Effect.gen(function*() {

@@ -48,6 +48,7 @@ import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { join, resolve, sep } from "node:path"
+import { Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as AwaitReady from "../src/AwaitReady.ts"
 import * as Child from "../src/Child.ts"
 import * as PrometheusText from "../src/PrometheusText.ts"
@@ -234,11 +235,6 @@ const logged = (directory: string): ReadonlyArray<Logged> => {
   return statements
 }
 
-const quantile = (values: ReadonlyArray<number>, q: number): number | undefined => {
-  if (values.length === 0) return undefined
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)]
-}
 const ms = (n: number | undefined) => n === undefined || Number.isNaN(n) ? "?" : n < 10 ? n.toFixed(3) : n.toFixed(1)
 const grouped = (n: number) => Math.round(n).toLocaleString("en-US")
 const seconds = (millis: number) => `${(millis / 1000).toFixed(2)} s`
@@ -276,7 +272,7 @@ const figures = (statements: ReadonlyArray<Statement>, log: ReadonlyArray<Logged
     }
     const total = times.reduce((sum, millis) => sum + millis, 0)
     const max = times.reduce((most, millis) => Math.max(most, millis), 0)
-    return { statement, logged: true, mean: total / times.length, p99: quantile(times, 0.99), max, total }
+    return { statement, logged: true, mean: total / times.length, p99: Stats.quantile(times, 0.99), max, total }
   }).sort((a, b) => b.total - a.total)
 }
 
@@ -508,7 +504,7 @@ the deriver counted ${polls} polls, ${emptyPolls} empty); ${
     run.idleEnd.sessions - run.idleStart.sessions
   } connections made to the database (pg_stat_database; a connection's start is in no figure here)
 mean server time of an idle claim: ${ms(idleClaimMean)} ms, p99 ${
-    ms(quantile(idleLogged.map((statement) => statement.millis), 0.99))
+    ms(Stats.quantile(idleLogged.map((statement) => statement.millis), 0.99))
   } ms (log; pg_stat_statements: ${ms(idleClaimsPss)} ms of planning + execution)
 idle deriver's server time: ${grouped(claimsPerHour)} claims an hour × ${ms(idleClaimMean)} ms = ${
     grouped(claimsPerHour * idleClaimMean)
