@@ -19,12 +19,12 @@ import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Layer, Metric, Pr
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
-import * as ConditionLog from "./internal/ConditionLog.ts"
 import type * as DeriverConfig from "./DeriverConfig.ts"
 import * as DeriverMetrics from "./DeriverMetrics.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
 import * as CheckoutGate from "./internal/CheckoutGate.ts"
+import * as ConditionLog from "./internal/ConditionLog.ts"
 import * as DueWake from "./internal/DueWake.ts"
 import * as GroupCommit from "./internal/GroupCommit.ts"
 import * as LoopLag from "./internal/LoopLag.ts"
@@ -474,19 +474,7 @@ const recordBatch = <R>(
     const statement = (limit: number): Effect.Effect<Recorded, unknown> =>
       Queue.allDone(outcomes)
         ? ctx.records.submit({ claim, outcomes, release, limit })
-        : checkout(
-          ctx,
-          (connection) =>
-            limit > 0
-              ? Effect.map(
-                Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize),
-                ({ claimed, recorded }) => ({ ...recorded, claimed })
-              )
-              : Effect.map(Queue.record(connection, ctx.schema, claim, outcomes, release), (recorded) => ({
-                ...recorded,
-                claimed: []
-              }))
-        )
+        : checkout(ctx, recordOne(ctx, { claim, outcomes, release, limit }))
     const recorded = yield* (release && along !== undefined ? along(statement) : statement(0)).pipe(Effect.result)
     if (recorded._tag === "Failure") {
       yield* Metric.update(DeriverMetrics.itemDatabaseFailures, outcomes.length)
@@ -502,12 +490,43 @@ const recordBatch = <R>(
   })
 
 /**
- * The records of many units in one statement (`Queue.recordUnits`, one checkout through the gate): the group
- * commit's flush. Each unit gets its own result and the units claimed along for it (as many as its `limit` asked,
- * in claim order, while there are).
+ * One unit's record on `connection`: `Queue.record`, or `Queue.recordAndClaim` when it may claim along. The record
+ * of a unit with a retry or a dead letter, and the group commit's flush of a single unit: a flush of one needs no
+ * statement of many, and `queue_record_done`'s plan is the cheaper to make on a new connection (the `null` pool).
  */
-const recordUnits = <R>(ctx: Shared<R>) => (units: ReadonlyArray<UnitRecord>) =>
-  checkout(ctx, (connection) =>
+const recordOne = <R>(ctx: Shared<R>, { claim, limit, outcomes, release }: UnitRecord) => (connection: Connection) =>
+  limit > 0
+    ? Effect.map(
+      Queue.recordAndClaim(connection, ctx.schema, claim, outcomes, release, limit, ctx.config.batchSize),
+      ({ claimed, recorded }): Recorded => ({ ...recorded, claimed })
+    )
+    : Effect.map(
+      Queue.record(connection, ctx.schema, claim, outcomes, release),
+      (recorded): Recorded => ({ ...recorded, claimed: [] })
+    )
+
+/**
+ * The group commit's flush, one checkout through the gate: a single unit's record alone ({@link recordOne}), the
+ * records of several in one statement ({@link recordMany}).
+ */
+const recordUnits = <R>(ctx: Shared<R>) =>
+(units: ReadonlyArray<UnitRecord>): Effect.Effect<
+  ReadonlyArray<Recorded>,
+  unknown
+> =>
+  Effect.tap(
+    units.length === 1
+      ? Effect.map(checkout(ctx, recordOne(ctx, units[0]!)), (recorded) => [recorded])
+      : checkout(ctx, recordMany(ctx, units)),
+    () => Metric.update(DeriverMetrics.recordUnitsPerStatement, units.length)
+  )
+
+/**
+ * The records of several units in one statement (`Queue.recordUnits`): each unit gets its own result and the units
+ * claimed along for it (as many as its `limit` asked, in claim order, while there are).
+ */
+const recordMany = <R>(ctx: Shared<R>, units: ReadonlyArray<UnitRecord>) => (connection: Connection) =>
+  Effect.map(
     Queue.recordUnits(
       connection,
       ctx.schema,
@@ -515,17 +534,16 @@ const recordUnits = <R>(ctx: Shared<R>) => (units: ReadonlyArray<UnitRecord>) =>
       units,
       units.reduce((sum, unit) => sum + unit.limit, 0),
       ctx.config.batchSize
-    )).pipe(
-      Effect.tap(() => Metric.update(DeriverMetrics.recordUnitsPerStatement, units.length)),
-      Effect.map(({ claimed, recorded }) => {
-        let next = 0
-        return units.map((unit): Recorded => {
-          const mine = claimed.slice(next, next + unit.limit)
-          next += mine.length
-          return { ...(recorded.get(unit.claim.workUnitKey) ?? { owned: false, marked: 0 }), claimed: mine }
-        })
+    ),
+    ({ claimed, recorded }) => {
+      let next = 0
+      return units.map((unit): Recorded => {
+        const mine = claimed.slice(next, next + unit.limit)
+        next += mine.length
+        return { ...(recorded.get(unit.claim.workUnitKey) ?? { owned: false, marked: 0 }), claimed: mine }
       })
-    )
+    }
+  )
 
 /**
  * A recorded retry is due at a time this deriver knows: its loop wakes then ({@link DueWake}) instead of leaving
