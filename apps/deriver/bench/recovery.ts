@@ -23,12 +23,11 @@ import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Layer, Logger, References } from "effect"
 import { loadavg } from "node:os"
+import { Setup } from "../../../labs/bench-kit/src/index.ts"
 
-const list = (name: string, fallback: string) =>
-  (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
-const saturations = list("BENCH_SATURATIONS", "0,30,120,300").map(Number)
-const pools = list("BENCH_POOLS", "null,queue") as ReadonlyArray<"null" | "queue">
-const overloads = list("BENCH_OVERLOAD", "true,false").map((value) => value === "true")
+const saturations = Setup.list("BENCH_SATURATIONS", "0,30,120,300").map(Number)
+const pools = Setup.list("BENCH_POOLS", "null,queue") as ReadonlyArray<"null" | "queue">
+const overloads = Setup.list("BENCH_OVERLOAD", "true,false").map((value) => value === "true")
 const units = Number(process.env.BENCH_UNITS ?? 200)
 const workers = Number(process.env.BENCH_WORKERS ?? 8)
 /** Runs at once (each a server and a deriver process). */

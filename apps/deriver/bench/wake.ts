@@ -42,18 +42,16 @@ import type { Scope } from "effect"
 import { Agent, createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { loadavg } from "node:os"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
 
-const list = (name: string, fallback: string) =>
-  (process.env[name] ?? fallback).split(",").map((value) => value.trim()).filter((value) => value !== "")
-const phases = new Set(list("BENCH_PHASES", "pickup,burst-db,burst,recovery,faults,flood,idle"))
+const phases = new Set(Setup.list("BENCH_PHASES", "pickup,burst-db,burst,recovery,faults,flood,idle"))
 const writes = Number(process.env.BENCH_WRITES ?? 50)
 const tenants = Number(process.env.BENCH_TENANTS ?? 5)
 const faultWrites = Number(process.env.BENCH_FAULT_WRITES ?? 300)
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 300)
 const saturationSeconds = Number(process.env.BENCH_SATURATION_SECONDS ?? 120)
 /** The pickup's configurations: wakes on and off (`BENCH_PICKUP_WAKES=on` for on only). */
-const pickupWakes = list("BENCH_PICKUP_WAKES", "on,off").map((value) => value === "on")
+const pickupWakes = Setup.list("BENCH_PICKUP_WAKES", "on,off").map((value) => value === "on")
 const adminToken = "bench-wake-admin-token"
 const load = () => loadavg().map((n) => n.toFixed(1)).join(" ")
 const nowMillis = () => performance.timeOrigin + performance.now()
@@ -199,15 +197,39 @@ const atCap = (t: Tenant) =>
 
 type Sql = <Row>(text: string, params?: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>>
 
+/** A tenant's queue: its processed items, all its items, and when the last was processed (epoch ms). */
+interface Counts {
+  readonly n: number
+  readonly total: number
+  readonly last: number | null
+}
+
 const processedCount = (sql: Sql, schema: string) =>
   Effect.map(
-    sql<{ n: number; total: number; last: number | null }>(
+    sql<Counts>(
       `SELECT count(*) FILTER (WHERE processed)::int AS n, count(*)::int AS total,
                 (extract(epoch FROM max(processed_at)) * 1000)::float8 AS last
          FROM ${SchemaName.qualify(SchemaName.makeUnsafe(schema), "queue")}`
     ),
     (rows) => rows[0]!
   )
+
+/** The queue's counts once `done` holds of them, or as they are `timeoutMillis` after `since`; read every 20 ms. */
+const countsWhen = (
+  sql: Sql,
+  schema: string,
+  done: (counts: Counts) => boolean,
+  since: number,
+  timeoutMillis: number
+) =>
+  Effect.gen(function*() {
+    let counts = yield* processedCount(sql, schema)
+    while (!done(counts) && nowMillis() - since < timeoutMillis) {
+      yield* Effect.sleep("20 millis")
+      counts = yield* processedCount(sql, schema)
+    }
+    return counts
+  })
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -286,11 +308,7 @@ const burst = (wake: boolean) =>
     }
     while (statuses.length < 1000) yield* Effect.sleep("10 millis")
     const written = nowMillis() - started
-    let counts = yield* processedCount(db.sql, t.schema)
-    while (counts.n < counts.total && nowMillis() - started < 300_000) {
-      yield* Effect.sleep("20 millis")
-      counts = yield* processedCount(db.sql, t.schema)
-    }
+    const counts = yield* countsWhen(db.sql, t.schema, (c) => c.n === c.total, started, 300_000)
     const text = yield* scrape(`${t.metricsUrl}/metrics`)
     const polls = metric(text, "deriver_polls_total") - before
     const woken = metric(text, "deriver_polls_woken_total") - woken0
@@ -335,11 +353,7 @@ const burstDb = (wake: boolean) =>
         yield* sender.wake
       }), { concurrency: 8, discard: true })
     const written = nowMillis() - started
-    let counts = yield* processedCount(db.sql, t.schema)
-    while (counts.n < counts.total && nowMillis() - started < 300_000) {
-      yield* Effect.sleep("20 millis")
-      counts = yield* processedCount(db.sql, t.schema)
-    }
+    const counts = yield* countsWhen(db.sql, t.schema, (c) => c.n === c.total, started, 300_000)
     const text = yield* scrape(`${t.metricsUrl}/metrics`)
     const delta = (name: string, labels = "") => metric(text, name, labels) - metric(text0, name, labels)
     const line =
@@ -395,11 +409,7 @@ const recovery = (wake: boolean) =>
       else yield* Effect.sleep("1 second")
     }
     if (first === undefined) return yield* Effect.die(new Error(`${label}: no 201 within 300 s of the release`))
-    let counts = yield* processedCount(db.sql, t.schema)
-    while (counts.n === 0 && nowMillis() - first.at < 120_000) {
-      yield* Effect.sleep("20 millis")
-      counts = yield* processedCount(db.sql, t.schema)
-    }
+    const counts = yield* countsWhen(db.sql, t.schema, (c) => c.n > 0, first.at, 120_000)
     const line = `[${label}] ${saturationSeconds} s saturation (${saturation.held} slots held, ${refused} writes ` +
       `refused meanwhile); first 201 ${
         Stats.fixed((first.at - releasedAt) / 1000, 1)

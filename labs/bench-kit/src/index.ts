@@ -10,3 +10,10 @@
  * @since 0.1.0
  */
 export * as Stats from "./Stats.ts"
+
+/**
+ * A bench's settings from the environment, and the database it runs against.
+ *
+ * @since 0.1.0
+ */
+export * as Setup from "./Setup.ts"

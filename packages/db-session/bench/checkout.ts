@@ -7,7 +7,7 @@
  */
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy } from "@resilience/test-db"
-import { Effect, type Layer } from "effect"
+import { Console, Effect, type Layer } from "effect"
 import { performance } from "node:perf_hooks"
 import pg from "pg"
 import { Stats } from "../../../labs/bench-kit/src/index.ts"
@@ -16,8 +16,6 @@ import { DbSession } from "../src/index.ts"
 const SAMPLES = 200
 const BASELINE_SAMPLES = 20
 const BASELINE_BUDGET_MS = 10_000
-
-const log = (line: string) => Effect.sync(() => console.log(line))
 
 const ms = (value: number) => value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(2)} ms`
 
@@ -43,7 +41,7 @@ const measure = (label: string, n: number, layer: Layer.Layer<DbSession, unknown
         : (exit.cause.reasons.find((reason) => reason._tag === "Fail")?.error as { reason?: string; _tag: string })
           ?.reason ?? "defect"
       outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1)
-      if ((i + 1) % 50 === 0) yield* log(`  ${label}: ${i + 1}/${n}`)
+      if ((i + 1) % 50 === 0) yield* Console.log(`  ${label}: ${i + 1}/${n}`)
     }
     return { label, samples, outcome: [...outcomes].map(([k, v]) => `${k} ×${v}`).join(", ") } satisfies Row
   }).pipe(Effect.provide(layer))
@@ -75,8 +73,8 @@ const jitteredRetryAcquisition = (url: string) =>
   })
 
 const program = Effect.gen(function*() {
-  yield* log("db-session checkout benchmark")
-  yield* log("[1/5] starting a dedicated PostgreSQL cluster (max_connections=4)…")
+  yield* Console.log("db-session checkout benchmark")
+  yield* Console.log("[1/5] starting a dedicated PostgreSQL cluster (max_connections=4)…")
   const cluster = yield* Cluster.start({ maxConnections: 4 })
   const proxy = yield* CountingProxy.start(cluster)
   const url = proxy.url(cluster.url)
@@ -84,7 +82,7 @@ const program = Effect.gen(function*() {
     DbSession.layer({ url, driver, poolClass, poolSize: 2, connectTimeout: "2 seconds", applicationName: "bench" })
 
   const rows: Array<Row> = []
-  yield* log(`[2/5] success latency, ${SAMPLES} checkouts each…`)
+  yield* Console.log(`[2/5] success latency, ${SAMPLES} checkouts each…`)
   for (const driver of ["pg", "postgres"] as const) {
     for (const poolClass of ["null", "queue"] as const) {
       rows.push(yield* measure(`success ${driver}/${poolClass}`, SAMPLES, session(driver, poolClass)))
@@ -93,7 +91,7 @@ const program = Effect.gen(function*() {
 
   const failures = yield* Effect.scoped(Effect.gen(function*() {
     const { held } = yield* Saturation.hold(cluster.url).pipe(Effect.orDie)
-    yield* log(`[3/5] server saturated (${held} slots held); fail-fast latency, ${SAMPLES} checkouts each…`)
+    yield* Console.log(`[3/5] server saturated (${held} slots held); fail-fast latency, ${SAMPLES} checkouts each…`)
     const out: Array<Row> = []
     for (const driver of ["pg", "postgres"] as const) {
       for (const poolClass of ["null", "queue"] as const) {
@@ -102,7 +100,7 @@ const program = Effect.gen(function*() {
         out.push({ ...row, attempts: ((yield* proxy.attempts) - before) / SAMPLES })
       }
     }
-    yield* log(
+    yield* Console.log(
       `[4/5] baseline: ${BASELINE_SAMPLES} concurrent 10 s jittered-retry acquisitions against the same saturated server (~10 s)…`
     )
     const before = yield* proxy.attempts
@@ -121,7 +119,7 @@ const program = Effect.gen(function*() {
   }))
   rows.push(...failures)
 
-  yield* log("[5/5] done; cluster stopping.\n")
+  yield* Console.log("[5/5] done; cluster stopping.\n")
   const header = "| checkout | p50 | p99 | outcome | attempts per checkout |"
   const lines = [header, "|---|---:|---:|---|---:|"]
   for (const row of rows) {
@@ -133,11 +131,11 @@ const program = Effect.gen(function*() {
   }
   const baselineRow = rows.find((row) => row.label.startsWith("baseline"))
   const failFast = rows.find((row) => row.label === "saturated pg/null")
-  yield* log(lines.join("\n"))
+  yield* Console.log(lines.join("\n"))
   if (baselineRow !== undefined && failFast !== undefined) {
     const ratio50 = Stats.median(baselineRow.samples) / Stats.median(failFast.samples)
     const ratio99 = Stats.quantile(baselineRow.samples, 0.99) / Stats.quantile(failFast.samples, 0.99)
-    yield* log(
+    yield* Console.log(
       `\nbaseline ÷ fail-fast (pg/null, saturated): p50 ×${ratio50.toFixed(0)}, p99 ×${ratio99.toFixed(0)}; ` +
         `connection attempts per acquisition: ${baselineRow.attempts?.toFixed(1)} vs ${failFast.attempts?.toFixed(2)}`
     )

@@ -12,18 +12,16 @@
  * Uses DATABASE_URL when set; otherwise starts a throw-away embedded PostgreSQL cluster.
  */
 import { DbSession } from "@resilience/db-session"
-import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { Effect, Exit, Scope } from "effect"
+import { Console, Effect, Exit, Scope } from "effect"
 import { loadavg } from "node:os"
 import pg from "pg"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import * as Maintenance from "../src/Maintenance.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 const runs = Number(process.env.BENCH_RUNS ?? 30)
-const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 
 interface Shape {
   readonly name: string
@@ -40,11 +38,7 @@ const shapes: ReadonlyArray<Shape> = [
 
 const program = Effect.gen(function*() {
   const scope = yield* Scope.make()
-  let url = process.env.DATABASE_URL
-  if (url === undefined || url === "") {
-    yield* log("starting an embedded PostgreSQL cluster…")
-    url = (yield* Scope.provide(Cluster.start({ maxConnections: 20 }), scope)).url
-  }
+  const url = yield* Scope.provide(Setup.databaseUrl({ maxConnections: 20 }), scope)
   const client = new pg.Client({ connectionString: url })
   yield* Effect.promise(() => client.connect())
   const q = (text: string, params: ReadonlyArray<unknown> = []) =>
@@ -57,7 +51,7 @@ const program = Effect.gen(function*() {
     driver: "pg",
     applicationName: "bench-depth"
   })
-  yield* log(
+  yield* Console.log(
     `load average at start: ${loadavg().map((l) => l.toFixed(2)).join(" ")}; cap ${DeriverMetrics.queueDepthCap}`
   )
   for (const shape of shapes) {
@@ -99,7 +93,7 @@ const program = Effect.gen(function*() {
       const t0 = performance.now()
       const uncapped = yield* q(`SELECT count(*)::int AS n FROM ${queue} WHERE NOT processed AND run_at IS NULL`)
       const uncappedMillis = performance.now() - t0
-      yield* log(
+      yield* Console.log(
         `\n## ${shape.name} (${state}); load ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n` +
           `  sample: median ${Stats.fixed(Stats.median(times), 3)} ms, max ${
             Stats.fixed(Stats.max(times), 3)
@@ -109,7 +103,7 @@ const program = Effect.gen(function*() {
             String(uncapped.rows[0]?.n)
           } rows)`
       )
-      if (process.env.BENCH_PLANS === "1") yield* log(planText)
+      if (process.env.BENCH_PLANS === "1") yield* Console.log(planText)
     }
   }
   yield* Effect.promise(() => client.end())

@@ -28,28 +28,26 @@
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { Effect, Logger } from "effect"
+import { Console, Effect, Logger } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Enqueue from "../src/Enqueue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5)
 const warmupMillis = 500
-const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(",").map((s) => s.trim())
-const writerCounts = list("BENCH_WRITERS", "1,8,32").map(Number)
-const modes = list("BENCH_MODES", "durable,throwaway") as ReadonlyArray<"durable" | "throwaway">
+const writerCounts = Setup.list("BENCH_WRITERS", "1,8,32").map(Number)
+const modes = Setup.list("BENCH_MODES", "durable,throwaway") as ReadonlyArray<"durable" | "throwaway">
 const rounds = Number(process.env.BENCH_ROUNDS ?? 2)
-const variants = list("BENCH_VARIANTS", "plain,notify,notify+listen") as ReadonlyArray<Variant>
+const variants = Setup.list("BENCH_VARIANTS", "plain,notify,notify+listen") as ReadonlyArray<Variant>
 type Variant = "plain" | "notify" | "notify+listen"
 
 const channel = "resilience_wake"
 const schema = SchemaName.makeUnsafe("bench_notify")
 
-const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 const now = () => performance.now()
 const load = () =>
   loadavg()
@@ -176,7 +174,7 @@ const forMode = (mode: "durable" | "throwaway") =>
       yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(directory, { recursive: true, force: true })))
     }
     const cluster = yield* Cluster.start({ maxConnections: 100, ...(directory === undefined ? {} : { directory }) })
-    yield* log(`\n${mode}: ${yield* settingsOf(cluster.url)}`)
+    yield* Console.log(`\n${mode}: ${yield* settingsOf(cluster.url)}`)
     yield* Migrator.run(schema, [QueueSchema.component]).pipe(Effect.provide(session(cluster.url, 1)))
     // a discarded warm-up (caches, the WAL's first segments), so that the first measured run is not the slowest
     yield* run(cluster.url, 0, mode, "plain", 8).pipe(Effect.provide(session(cluster.url, 8)))
@@ -189,7 +187,7 @@ const forMode = (mode: "durable" | "throwaway") =>
             Effect.provide(session(cluster.url, writers))
           )
           runs.push(result)
-          yield* log(
+          yield* Console.log(
             `  ${variant.padEnd(13)} writers=${String(writers).padStart(2)}  ${
               result.perSecond.toFixed(0).padStart(6)
             } commits/s` +
@@ -231,10 +229,10 @@ const table = (runs: ReadonlyArray<Run>) => {
 }
 
 const program = Effect.gen(function*() {
-  yield* log(`notify-cost: ${seconds} s per run, writers ${writerCounts.join(", ")}, load ${load()}`)
+  yield* Console.log(`notify-cost: ${seconds} s per run, writers ${writerCounts.join(", ")}, load ${load()}`)
   const runs: Array<Run> = []
   for (const mode of modes) runs.push(...(yield* forMode(mode)))
-  yield* log(`\n${table(runs)}`)
+  yield* Console.log(`\n${table(runs)}`)
 })
 
 Effect.runPromise(program.pipe(Effect.provide(Logger.layer([])))).catch((error: unknown) => {

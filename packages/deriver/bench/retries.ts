@@ -17,10 +17,9 @@
  * Uses DATABASE_URL when set; otherwise starts a throw-away embedded PostgreSQL cluster.
  */
 import { DbSession } from "@resilience/db-session"
-import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { Clock, Effect, Exit, Logger, Scope } from "effect"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Clock, Console, Effect, Exit, Logger, Scope } from "effect"
+import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Enqueue from "../src/Enqueue.ts"
@@ -31,8 +30,6 @@ const items = Number(process.env.BENCH_ITEMS ?? 10_000)
 const outageSeconds = Number(process.env.BENCH_OUTAGE_SECONDS ?? 60)
 const bucketSeconds = Number(process.env.BENCH_BUCKET_SECONDS ?? 5)
 const maxSeconds = Number(process.env.BENCH_MAX_SECONDS ?? 600)
-
-const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 
 /** A fresh queue schema with `items` single-item units of task type `call`; the session. */
 const freshQueue = (schema: SchemaName.SchemaName) =>
@@ -112,7 +109,7 @@ const flaky = (flakyMax: number) =>
       ratios.push((list.at(-1)!.at - list[0]!.at) / Math.max(1, backoffs))
       for (const run of retries) late.push(run.at - (run.runAt ?? run.at))
     }
-    yield* log(
+    yield* Console.log(
       `\n${items} items, item i failing i mod ${
         flakyMax + 1
       } times; retry policy base ${baseMillis} ms, cap ${capMillis} ms; ` +
@@ -129,11 +126,7 @@ const flaky = (flakyMax: number) =>
 
 const program = Effect.gen(function*() {
   const scope = yield* Scope.make()
-  let url = process.env.DATABASE_URL
-  if (url === undefined || url === "") {
-    yield* log("starting an embedded PostgreSQL cluster…")
-    url = (yield* Scope.provide(Cluster.start({ maxConnections: 100 }), scope)).url
-  }
+  const url = yield* Scope.provide(Setup.databaseUrl({ maxConnections: 100 }), scope)
   const session = DbSession.layer({
     url,
     connectTimeout: "5 seconds",
@@ -192,17 +185,17 @@ const program = Effect.gen(function*() {
     }
     const seconds = (performance.now() - started) / 1000
     yield* Scope.close(deriverScope, Exit.void)
-    yield* log(
+    yield* Console.log(
       `\n${items.toLocaleString("en")} items, downstream failing for ${outageSeconds} s; default retry policy; ` +
         `production deriver defaults (workers ${config.workers})\n`
     )
-    yield* log(`| seconds | handler runs | retries scheduled (per s) | successes (per s) |`)
-    yield* log(`|---|---:|---:|---:|`)
+    yield* Console.log(`| seconds | handler runs | retries scheduled (per s) | successes (per s) |`)
+    yield* Console.log(`|---|---:|---:|---:|`)
     buckets.forEach((b, i) => {
       if (b.runs === 0) return
       const from = i * bucketSeconds
       const mark = from < outageSeconds && from + bucketSeconds > outageSeconds ? " (recovery)" : ""
-      Effect.runSync(log(
+      Effect.runSync(Console.log(
         `| ${from}–${from + bucketSeconds}${mark} | ${b.runs} | ${b.retries} (${
           (b.retries / bucketSeconds).toFixed(0)
         }) | ${b.successes} (${(b.successes / bucketSeconds).toFixed(0)}) |`
@@ -211,7 +204,7 @@ const program = Effect.gen(function*() {
     const twice = [...successes.values()].filter((n) => n > 1).length
     const retries = buckets.reduce((sum, b) => sum + b.retries, 0)
     const peak = Math.max(...buckets.map((b) => b.retries / bucketSeconds))
-    yield* log(
+    yield* Console.log(
       `\nall processed: ${done.n === items} (${done.n} of ${items}, ${done.dead} dead letters) in ${
         seconds.toFixed(1)
       } s; ` +

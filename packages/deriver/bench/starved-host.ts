@@ -25,7 +25,7 @@
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { Effect, Logger } from "effect"
+import { Console, Effect, Logger } from "effect"
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, rmdirSync, writeFileSync } from "node:fs"
 import { loadavg } from "node:os"
@@ -78,7 +78,6 @@ interface Polled {
   readonly stalledMillis: number
 }
 
-const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 const load = () => loadavg().map((l) => l.toFixed(2)).join(" ")
 const s = (millis: number) => Number.isNaN(millis) ? "-" : `${(millis / 1000).toFixed(2)} s`
 
@@ -238,22 +237,22 @@ const runCase = (url: string, c: Case, index: number) =>
   })
 
 const program = Effect.scoped(Effect.gen(function*() {
-  yield* log(`starved-host: ${caseSeconds} s per starved case, load ${load()}`)
+  yield* Console.log(`starved-host: ${caseSeconds} s per starved case, load ${load()}`)
   const cluster = yield* Cluster.start({ maxConnections: 50 })
   const rows: Array<string> = []
   let index = 0
   for (const c of cases) {
-    yield* log(`${c.label}…`)
+    yield* Console.log(`${c.label}…`)
     const r = yield* runCase(cluster.url, c, index++)
     const row = `| ${c.label} | ${r.how} | ${c.seconds} | ${r.polls} | ${r.slow} | ${s(r.maxFloor)} | ${
       s(r.sleepP50)
     } / ${s(r.sleepMax)} | ${s(r.lagP50)} / ${s(r.lagMax)} | ${r.picked} / ${r.sent} | ${s(r.pickupP50)} / ${
       s(r.pickupMax)
     } | ${r.load} |`
-    yield* log(row)
+    yield* Console.log(row)
     rows.push(row)
   }
-  yield* log(
+  yield* Console.log(
     [
       "",
       "| case | CPU | s | polls | slow signals | highest floor | sleep p50 / max | own lag per poll p50 / max | picked up | pickup p50 / max | load (1, 5, 15 min) |",

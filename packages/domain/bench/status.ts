@@ -6,10 +6,9 @@
  */
 import { DbSession } from "@resilience/db-session"
 import { Queue } from "@resilience/deriver"
-import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
 import { Effect, Logger } from "effect"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
 import * as Domain from "../src/Domain.ts"
 import * as QueueStatus from "../src/QueueStatus.ts"
 
@@ -80,7 +79,7 @@ const program = Effect.gen(function*() {
 })
 
 const main = Effect.gen(function*() {
-  const url = process.env.DATABASE_URL ?? (yield* Cluster.start({ maxConnections: 20 })).url
+  const url = yield* Setup.databaseUrl({ maxConnections: 20 })
   yield* program.pipe(
     Effect.provide(DbSession.layer({
       url,

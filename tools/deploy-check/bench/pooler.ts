@@ -15,13 +15,12 @@ import { Deriver, DeriverConfig, Handlers, Queue, QueueSchema } from "@resilienc
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
 import { PgBouncer } from "@resilience/test-db"
-import { Deferred, Effect, Exit, Logger, Scope } from "effect"
+import { Console, Deferred, Effect, Exit, Logger, Scope } from "effect"
 import { readFileSync } from "node:fs"
 
 const items = Number(process.env["BENCH_ITEMS"] ?? 400)
 const runSeconds = Number(process.env["BENCH_RUN_SECONDS"] ?? 20)
 const now = () => performance.now()
-const log = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 
 const session = (url: string) =>
   DbSession.layer({ url, connectTimeout: "2 seconds", poolClass: "null", poolSize: 10, driver: "pg" })
@@ -67,21 +66,21 @@ const program = Effect.gen(function*() {
     maxClientConn: Number(shipped.get("max_client_conn")),
     poolSize: Number(shipped.get("default_pool_size"))
   })
-  yield* log(
+  yield* Console.log(
     `one deriver, production defaults, DB_POOL_CLASS=null, pg driver, no-op handler, ${items} items per run (bound ${runSeconds} s)`
   )
-  yield* log(
+  yield* Console.log(
     `PgBouncer: the shipped ini (pool_mode ${shipped.get("pool_mode")}, default_pool_size ${
       shipped.get("default_pool_size")
     }, query_wait_timeout ${shipped.get("query_wait_timeout")}), auth plain`
   )
-  yield* log("\n| path      | unit size | workers | items/s | units/s | recorded |")
-  yield* log("| --------- | --------: | ------: | ------: | ------: | -------: |")
+  yield* Console.log("\n| path      | unit size | workers | items/s | units/s | recorded |")
+  yield* Console.log("| --------- | --------: | ------: | ------: | ------: | -------: |")
   for (const unitSize of [1, 10]) {
     for (const workers of [1, 8]) {
       for (const [path, url] of [["direct", cluster.url], ["PgBouncer", bouncer.url]] as const) {
         const run = yield* throughput(url, workers, unitSize)
-        yield* log(
+        yield* Console.log(
           `| ${path.padEnd(9)} | ${String(unitSize).padStart(9)} | ${String(workers).padStart(7)} | ${
             (run.recorded / run.seconds).toFixed(1).padStart(7)
           } | ${(run.units / run.seconds).toFixed(1).padStart(7)} | ${String(run.recorded).padStart(8)} |`
