@@ -250,33 +250,23 @@ export const start = Effect.fnUntraced(function*(options: {
         : Effect.succeed(pid)
     })
 
+  /** Runs `patronictl <args>` with the first member's configuration; a failure names the command. */
+  const patronictl = (args: ReadonlyArray<string>) =>
+    Effect.asVoid(
+      runFile(
+        options.binaries.patronictl,
+        ["-c", Topology.configFile(members[0]!), ...args],
+        `patronictl ${args.join(" ")}`
+      )
+    )
+
   const cluster: PatroniCluster = {
     topology,
     url: Topology.routedUrl(topology.haproxyPort),
     members: membersNow,
-    switchover: (from, to) =>
-      Effect.asVoid(
-        runFile(options.binaries.patronictl, [
-          "-c",
-          Topology.configFile(members[0]!),
-          "switchover",
-          "--force",
-          "--leader",
-          from,
-          "--candidate",
-          to
-        ], `patronictl switchover ${from} → ${to}`)
-      ),
+    switchover: (from, to) => patronictl(["switchover", "--force", "--leader", from, "--candidate", to]),
     editConfig: (settings) =>
-      Effect.asVoid(
-        runFile(options.binaries.patronictl, [
-          "-c",
-          Topology.configFile(members[0]!),
-          "edit-config",
-          "--force",
-          ...settings.flatMap((setting) => ["--set", setting])
-        ], `patronictl edit-config ${settings.join(" ")}`)
-      ),
+      patronictl(["edit-config", "--force", ...settings.flatMap((setting) => ["--set", setting])]),
     killPostmaster: (name) =>
       Effect.map(runningPostmaster(name, `kill -9 ${name}`), (pid) => {
         process.kill(pid, "SIGKILL")

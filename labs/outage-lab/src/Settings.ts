@@ -152,6 +152,22 @@ const check = (ok: boolean, option: string, value: unknown, allowed: string) =>
 
 const integer = (value: number, minimum: number) => Number.isInteger(value) && value >= minimum
 
+const oneOf = <A extends string>(option: string, value: A, allowed: ReadonlyArray<A>) =>
+  check(allowed.includes(value), option, value, `one of ${allowed.join(", ")}`)
+
+/** An integer in [minimum, maximum]; without a maximum, an integer >= minimum. */
+const integerIn = (option: string, value: number, minimum: number, maximum?: number) =>
+  check(
+    integer(value, minimum) && (maximum === undefined || value <= maximum),
+    option,
+    value,
+    maximum === undefined ? `an integer >= ${minimum}` : `an integer in [${minimum}, ${maximum}]`
+  )
+
+/** A number in (0, maximum]. */
+const positiveUpTo = (option: string, value: number, maximum: number) =>
+  check(value > 0 && value <= maximum, option, value, `a number in (0, ${maximum}]`)
+
 /**
  * Checks each value and the relations between them (the pool fits in `max_connections` with room for the
  * sampler and the set-up; the trigger ends before the horizon).
@@ -159,37 +175,27 @@ const integer = (value: number, minimum: number) => Number.isInteger(value) && v
 export const validate = (settings: Settings): Effect.Effect<Settings, Options.InvalidOption> =>
   Effect.gen(function*() {
     const s = settings
-    yield* check(policies.includes(s.policy), "policy", s.policy, `one of ${policies.join(", ")}`)
-    yield* check(triggers.includes(s.trigger), "trigger", s.trigger, `one of ${triggers.join(", ")}`)
-    yield* check(auths.includes(s.auth), "auth", s.auth, `one of ${auths.join(", ")}`)
-    yield* check(tlsModes.includes(s.tls), "tls", s.tls, `one of ${tlsModes.join(", ")}`)
-    yield* check(tlsKeys.includes(s.tlsKey), "tls-key", s.tlsKey, `one of ${tlsKeys.join(", ")}`)
+    yield* oneOf("policy", s.policy, policies)
+    yield* oneOf("trigger", s.trigger, triggers)
+    yield* oneOf("auth", s.auth, auths)
+    yield* oneOf("tls", s.tls, tlsModes)
+    yield* oneOf("tls-key", s.tlsKey, tlsKeys)
     yield* check(
       s.poolerCpu === -1 || (integer(s.poolerCpu, 0) && s.poolerCpu < availableCpus),
       "pooler-cpu",
       s.poolerCpu,
       `-1 (not pinned) or an integer in [0, ${availableCpus - 1}] (this machine's CPUs)`
     )
-    yield* check(integer(s.derivers, 1) && s.derivers <= 2000, "derivers", s.derivers, "an integer in [1, 2000]")
-    yield* check(integer(s.poolSize, 1), "pool-size", s.poolSize, "an integer >= 1")
+    yield* integerIn("derivers", s.derivers, 1, 2000)
+    yield* integerIn("pool-size", s.poolSize, 1)
     yield* check(
       integer(s.maxConnections, s.poolSize + 4),
       "max-connections",
       s.maxConnections,
       `an integer >= pool-size + 4 (${s.poolSize + 4}: the pool, the sampler and the set-up)`
     )
-    yield* check(
-      integer(s.maxClientConn, 2) && s.maxClientConn <= 10_000,
-      "max-client-conn",
-      s.maxClientConn,
-      "an integer in [2, 10000]"
-    )
-    yield* check(
-      integer(s.queryWaitTimeoutSeconds, 1),
-      "query-wait-timeout",
-      s.queryWaitTimeoutSeconds,
-      "an integer >= 1"
-    )
+    yield* integerIn("max-client-conn", s.maxClientConn, 2, 10_000)
+    yield* integerIn("query-wait-timeout", s.queryWaitTimeoutSeconds, 1)
     yield* check(s.apiRps >= 0 && s.apiRps <= 2000, "api-rps", s.apiRps, "a number in [0, 2000]")
     yield* check(s.apiQueryMillis > 0, "api-query-ms", s.apiQueryMillis, "a number > 0")
     yield* check(s.baseIntervalSeconds > 0, "base-interval", s.baseIntervalSeconds, "a number > 0")
@@ -199,25 +205,10 @@ export const validate = (settings: Settings): Effect.Effect<Settings, Options.In
       s.maxIntervalSeconds,
       `a number >= base-interval (${s.baseIntervalSeconds})`
     )
-    yield* check(
-      s.connectTimeoutSeconds > 0 && s.connectTimeoutSeconds <= 3600,
-      "connect-timeout",
-      s.connectTimeoutSeconds,
-      "a number in (0, 3600]"
-    )
+    yield* positiveUpTo("connect-timeout", s.connectTimeoutSeconds, 3600)
     yield* check(integer(s.schemas, 0), "schemas", s.schemas, "an integer >= 0 (0: one per deriver)")
-    yield* check(
-      integer(s.history, 0) && s.history <= 20_000_000,
-      "history",
-      s.history,
-      "an integer in [0, 20000000]"
-    )
-    yield* check(
-      s.claimTimeoutSeconds > 0 && s.claimTimeoutSeconds <= 3600,
-      "claim-timeout",
-      s.claimTimeoutSeconds,
-      "a number in (0, 3600]"
-    )
+    yield* integerIn("history", s.history, 0, 20_000_000)
+    yield* positiveUpTo("claim-timeout", s.claimTimeoutSeconds, 3600)
     yield* check(s.triggerAtSeconds >= 0, "trigger-at", s.triggerAtSeconds, "a number >= 0")
     yield* check(s.stallSeconds > 0, "stall-seconds", s.stallSeconds, "a number > 0")
     yield* check(
