@@ -123,18 +123,22 @@ type HandlerOutcome =
 
 /**
  * One poll on one checkout: the claim of up to `limit` units with the first batch of each (hop 1 of a claim's
- * path, `PollLoop`'s `fetch`; then `dispatch` hands each unit to a worker, which runs {@link work}).
+ * path, `PollLoop`'s `fetch`; then `dispatch` hands each unit to a worker, which runs {@link processUnit}). A poll that
+ * claims nothing learns when the earliest waiting item comes due, and the loop wakes then ({@link DueWake}).
  */
 const fetch = <R>(ctx: Shared<R>) => (limit: number) =>
   ctx.gate.runNow(
     withClaimDeadline(
       ctx,
       ctx.session.withConnection((connection) =>
-        Queue.claimWithItems(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
+        Queue.poll(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
       )
     ),
     { early: true }
   ).pipe(
+    // nothing claimed, and an item waits for a known time: the loop wakes then, not at its schedule's next poll
+    Effect.tap(({ nextAt }) => nextAt === undefined ? Effect.void : ctx.dueWake.at(nextAt)),
+    Effect.map(({ claimed }) => claimed),
     Effect.tap(() => {
       ctx.answering.value = true
       return ctx.conditions.recovered

@@ -166,6 +166,48 @@ const claimedOf = (
 }
 
 /**
+ * A poll: {@link claimWithItems}, and when it claims nothing, the time of the earliest item waiting for a time after
+ * now (epoch milliseconds: a retry's, or the time it was enqueued with), in the same statement (the function
+ * `queue_poll`, queue migration 9): what the deriver wakes at instead of its schedule's next poll.
+ *
+ * @since 0.3.0
+ * @category effects
+ */
+export const poll = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  limit: number,
+  owner: string,
+  batchSize: number
+): Effect.Effect<
+  {
+    readonly claimed: ReadonlyArray<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }>
+    readonly nextAt: number | undefined
+  },
+  QueryError
+> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.map(
+      connection.query<
+        { work_unit_key: string | null; id: string | null; items: string | null; next_at: Date | string | null }
+      >(pollCall(schema), [limit, owner, batchSize, now]),
+      (rows) => {
+        const claimed: Array<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }> = []
+        let nextAt: number | undefined = undefined
+        for (const { id, items, next_at, work_unit_key } of rows) {
+          if (work_unit_key !== null && id !== null && items !== null) {
+            claimed.push(claimedOf({ work_unit_key, id, items }, owner))
+          } else if (next_at !== null) nextAt = next_at instanceof Date ? next_at.getTime() : Date.parse(next_at)
+        }
+        return { claimed, nextAt }
+      }
+    ))
+
+const pollCall = perSchema(({ poll }) =>
+  `SELECT work_unit_key, id, items, next_at FROM ${poll}($1::integer, $2::text, $3::integer, $4::float8)`
+)
+
+/**
  * Claims up to `limit` work units for `owner` ("due" by the `Clock`); returns the {@link Claim}s, oldest first:
  * {@link claimWithItems} with no items per unit.
  *

@@ -6,28 +6,79 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { RetryJitter } from "@resilience/jitter"
 import { SchemaName } from "@resilience/schema"
+import { Eventually } from "@resilience/test-db"
 import { Clock, Effect, Exit, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as DeadLetters from "../src/DeadLetters.ts"
 import * as Deriver from "../src/Deriver.ts"
+import type * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
 import * as Queue from "../src/Queue.ts"
 import * as Retries from "../src/Retries.ts"
 import { Database, freshSchema, testConfig } from "./support.ts"
 
-/** Real time passing (the database's work), while the Effect clock stands still. */
-const realSleep = (millis: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, millis)))
+/** The deriver's database calls in flight (through {@link counting}). */
+const calls = { inFlight: 0 }
+
+/** The session the deriver is given: the suite's own, counting the calls in flight. */
+const counting = Effect.gen(function*() {
+  const db = yield* DbSession
+  const track = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => calls.inFlight++),
+      () => effect,
+      () => Effect.sync(() => calls.inFlight--)
+    )
+  return DbSession.of({
+    withConnection: (f) => track(db.withConnection(f)),
+    transaction: (f) => track(db.transaction(f)),
+    query: (sql, params) => track(db.query(sql, params)),
+    oneCheckout: (effect) => track(db.oneCheckout(effect))
+  })
+})
+
+/** Starts the deriver in `scope` on the counting session. */
+const startIn = <R>(
+  schema: SchemaName.SchemaName,
+  handlers: Handlers.Handlers<R>,
+  config: DeriverConfig.DeriverConfig,
+  scope: Scope.Scope
+) =>
+  Effect.flatMap(
+    counting,
+    (db) => Scope.provide(Effect.provideService(Deriver.start({ schema, handlers, config }), DbSession, db), scope)
+  )
 
 /**
- * Moves the test clock in steps of `stepMillis` (each followed by a few real milliseconds for the database to
- * answer) until `done` holds; fails past `maxMillis` of test time.
+ * Real time for the database's work while the Effect clock stands still: returns once none of the deriver's
+ * database calls is in flight, seen twice with the event loop turned in between (so an answer has been acted
+ * on, up to the deriver's next sleep on the clock). An event, not a guess of how long the database takes: on a
+ * loaded machine the test clock waits for the answers instead of moving past them.
+ */
+const answered = Effect.suspend(() => {
+  let quietBefore = false
+  return Eventually.until(
+    () => `the deriver's database calls answered (${calls.inFlight} in flight)`,
+    Effect.sync(() => {
+      const quiet = calls.inFlight === 0
+      const settled = quiet && quietBefore
+      quietBefore = quiet
+      return settled
+    }),
+    { every: "0 millis" }
+  )
+})
+
+/**
+ * Moves the test clock in steps of `stepMillis` (each once the database has answered) until `done` holds; fails
+ * past `maxMillis` of test time.
  */
 const advanceUntil = <E, R>(done: Effect.Effect<boolean, E, R>, stepMillis: number, maxMillis: number) =>
   Effect.gen(function*() {
     for (let moved = 0; moved <= maxMillis; moved += stepMillis) {
+      yield* answered
       if (yield* done) return
       yield* TestClock.adjust(stepMillis)
-      yield* realSleep(3)
     }
     return yield* Effect.die(new Error(`not done within ${maxMillis} ms of test time`))
   })
@@ -37,14 +88,14 @@ const advanceFor = (millis: number, stepMillis: number) =>
   Effect.gen(function*() {
     for (let moved = 0; moved < millis; moved += stepMillis) {
       yield* TestClock.adjust(stepMillis)
-      yield* realSleep(3)
+      yield* answered
     }
   })
 
 const started = <R>(schema: SchemaName.SchemaName, handlers: Handlers.Handlers<R>, scope: Scope.Scope) =>
   Effect.gen(function*() {
     const config = yield* testConfig({ workers: 2 })
-    return yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+    return yield* startIn(schema, handlers, config, scope)
   })
 
 const rowsOf = (schema: SchemaName.SchemaName) =>
@@ -113,7 +164,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           pollingJitterRatio: 0
         })
         const scope = yield* Scope.make()
-        yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
+        yield* startIn(schema, handlers, config, scope)
         yield* advanceUntil(allProcessed(schema), 10, 5_000)
         yield* Scope.close(scope, Exit.void)
         assert.strictEqual(runs.length, 2)
@@ -316,6 +367,54 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         assert.isBelow(runs[0]!.at, runAt)
         assert.isAtLeast(runs[1]!.at, runAt)
         assert.isAtMost(runs[1]!.at, runAt + lateBound)
+      }),
+    120_000
+  )
+
+  it.effect(
+    "an idle deriver on a 30 s schedule wakes for an item enqueued to run later: at its time, not at the next poll",
+    () =>
+      Effect.gen(function*() {
+        const schema = yield* freshSchema
+        const runs: Array<number> = []
+        const handlers = Handlers.make({ work: () => Effect.map(Clock.currentTimeMillis, (at) => void runs.push(at)) })
+        // the schedule of an idle deriver at its cap: polls 15–45 s apart (30 s, jitter 0.5)
+        const config = yield* testConfig({
+          workers: 2,
+          pollingSleepIntervalSeconds: 30,
+          pollingSleepMaxIntervalSeconds: 30
+        })
+        const scope = yield* Scope.make()
+        const polls: Array<number> = []
+        const deriver = yield* Effect.flatMap(counting, (db) =>
+          Scope.provide(
+            Effect.provideService(
+              Deriver.start({
+                schema,
+                handlers,
+                config,
+                observer: (event) =>
+                  event._tag === "Polled"
+                    ? Effect.map(Clock.currentTimeMillis, (at) => void polls.push(at))
+                    : Effect.void
+              }),
+              DbSession,
+              db
+            ),
+            scope
+          ))
+        // the first poll (empty queue) has run; the next is 15–45 s away
+        yield* advanceUntil(Effect.sync(() => polls.length >= 1), 10, 1_000)
+        const runAt = (yield* Clock.currentTimeMillis) + 5_000
+        yield* enqueue(schema, [{ workUnitKey: "later", taskType: "work", payload: {}, runAt }])
+        // the writer's wake (the API sends one after every committed enqueue): the woken poll claims nothing, the item
+        // not due yet, and learns its time; without that the schedule's next poll (15–45 s after the first) takes it
+        yield* deriver.wake
+        yield* advanceUntil(allProcessed(schema), 10, 60_000)
+        yield* Scope.close(scope, Exit.void)
+        assert.strictEqual(runs.length, 1)
+        assert.isAtLeast(runs[0]!, runAt)
+        assert.isAtMost(runs[0]!, runAt + lateBound, `ran ${runs[0]! - runAt} ms after its time`)
       }),
     120_000
   )

@@ -1,9 +1,9 @@
 /**
- * Wakes at known due times: a retry this process recorded will be due at a time it knows, so instead of leaving
- * the item to whichever poll its schedule makes next (a jittered 1–30 s), the deriver wakes its loop when the item
- * comes due. The wake goes through the loop's ordinary `wake` (`PollLoop.wake`): coalesced with any other, never
+ * Wakes at known due times: a retry this process recorded will be due at a time it knows, and a poll that claims
+ * nothing learns when the earliest item waiting for its time comes due (`Queue.poll`); so instead of leaving the
+ * item to whichever poll its schedule makes next (a jittered 1–30 s), the deriver wakes its loop when it comes due. The wake goes through the loop's ordinary `wake` (`PollLoop.wake`): coalesced with any other, never
  * sooner than the wakes' minimum interval after the last poll, ignored while the database is failing, never past
- * an overload floor. Nothing is polled when no retry is known, so an idle deriver polls as before.
+ * an overload floor. Nothing is polled when no due time is known, so an idle deriver with nothing waiting polls as before.
  *
  * The decisions are pure functions of the time and a uniform draw (as `Scheduling`'s): {@link fireAt} says when a
  * due time's wake fires, {@link add} and {@link due} keep the known due times; {@link make} is the thin Effect
@@ -40,12 +40,13 @@ export const fireAt = (
 export const maxKnown = 1_000
 
 /**
- * The known due times with `dueAtMillis` added, ascending, at most {@link maxKnown}.
+ * The known due times with `dueAtMillis` added (once), ascending, at most {@link maxKnown}.
  *
  * @since 0.3.0
  * @category decisions
  */
 export const add = (known: ReadonlyArray<number>, dueAtMillis: number): ReadonlyArray<number> => {
+  if (known.includes(dueAtMillis)) return known
   const index = known.findIndex((at) => at > dueAtMillis)
   const next = index === -1 ? [...known, dueAtMillis] : [...known.slice(0, index), dueAtMillis, ...known.slice(index)]
   return next.length > maxKnown ? next.slice(0, maxKnown) : next

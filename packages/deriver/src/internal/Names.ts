@@ -21,6 +21,8 @@ export interface Names {
   readonly recordDone: string
   /** `queue_record_units`: the done outcomes of many units, their heartbeats or releases, then a claim (migration 9). */
   readonly recordUnits: string
+  /** `queue_poll`: the poll's claim, and the time of the earliest item waiting for its time when none is claimed (migration 9). */
+  readonly poll: string
 }
 
 /** The queue's objects in `schema`. */
@@ -30,7 +32,8 @@ export const names = (schema: SchemaName.SchemaName): Names => ({
   claim: SchemaName.qualify(schema, "queue_claim"),
   record: SchemaName.qualify(schema, "queue_record"),
   recordDone: SchemaName.qualify(schema, "queue_record_done"),
-  recordUnits: SchemaName.qualify(schema, "queue_record_units")
+  recordUnits: SchemaName.qualify(schema, "queue_record_units"),
+  poll: SchemaName.qualify(schema, "queue_poll")
 })
 
 /**

@@ -11,6 +11,12 @@
  * $5)` in a statement of its own (a new snapshot: it sees the releases), one row per claimed unit with its first
  * batch: the units the freed workers take next, in the same round trip.
  *
+ * `queue_poll(limit, owner, batch size, now)`: the poll's claim, `queue_claim`'s rows (`next_at` null); when it
+ * claims nothing, one row with only `next_at`, the time of the earliest item waiting for a time
+ * after now (a retry's, or the time it was enqueued with; dead letters, at infinity, are not), when there is one:
+ * one probe of `queue_run_at_idx`, in the same round trip, so the deriver can wake at that time instead of its
+ * schedule's next poll.
+ *
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
@@ -18,9 +24,9 @@ import { names } from "../Names.ts"
 
 export const migration: Migrator.Migration = {
   version: 9,
-  name: "record of many units in one statement",
+  name: "record of many units in one statement; the poll's next due time",
   up: (schema) => {
-    const { claim, queue, recordUnits, sessions } = names(schema)
+    const { claim, poll, queue, recordUnits, sessions } = names(schema)
     return [
       `CREATE FUNCTION ${recordUnits}(jsonb, text, integer, integer, float8)
   RETURNS TABLE (work_unit_key text, owned boolean, marked integer, id text, items text)
@@ -63,6 +69,24 @@ BEGIN
   IF $3 > 0 THEN
     RETURN QUERY
     SELECT c.work_unit_key, NULL::boolean, NULL::integer, c.id, c.items FROM ${claim}($3, $2, $4, $5) c;
+  END IF;
+END
+$body$`,
+      `CREATE FUNCTION ${poll}(integer, text, integer, float8)
+  RETURNS TABLE (work_unit_key text, id text, items text, next_at timestamptz)
+  LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
+  SET enable_seqscan = off SET enable_bitmapscan = off
+AS $body$
+#variable_conflict use_column
+BEGIN
+  RETURN QUERY
+  SELECT c.work_unit_key, c.id, c.items, NULL::timestamptz FROM ${claim}($1, $2, $3, $4) c;
+  IF NOT FOUND THEN
+    RETURN QUERY
+    SELECT NULL::text, NULL::text, NULL::text, t.run_at
+    FROM ${queue} t
+    WHERE NOT t.processed AND t.run_at > to_timestamp($4 / 1000) AND t.run_at < 'infinity'
+    ORDER BY t.run_at LIMIT 1;
   END IF;
 END
 $body$`
