@@ -74,6 +74,8 @@ run() { # tree-label tree cycle position setting
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "$4" "$pool" "$unit" "$workers" "$rate" "$client" "$server" >>"$out"
   echo "cycle $3 $4 ${1} $5: $rate items/s; CPU s: client $client, server $server (load $(cut -d' ' -f1 /proc/loadavg))"
   sed -n 's/^  \(polls: .*\)/    \1/p' "$work/stdout"
+  # the table row's checkouts per unit, when the tree's bench prints them
+  awk -F'|' '/^\| (defaults|tuned) / && NF >= 12 { printf "    checkouts per unit:%s\n", $11 }' "$work/stdout"
 }
 for cycle in $(seq 1 "$cycles"); do
   for setting in "${settings[@]}"; do
