@@ -97,32 +97,48 @@ export interface DeriverConfig {
  * @since 0.1.0
  * @category models
  */
-export interface Input {
-  readonly workers?: number | undefined
-  readonly pollingSleepIntervalSeconds?: number | undefined
-  readonly pollingSleepMaxIntervalSeconds?: number | undefined
-  readonly pollingBackoffMultiplier?: number | undefined
-  readonly pollingBackoffEnabled?: boolean | undefined
-  readonly pollingJitterRatio?: number | undefined
-  /** `base` (default) or `max`. */
-  readonly pollingInitialInterval?: string | undefined
-  /** Default: the max interval. */
-  readonly pollingStartupJitterSeconds?: number | undefined
-  readonly staleSessionTimeoutMinutes?: number | undefined
-  readonly staleWorkUnitCleanupIntervalSeconds?: number | undefined
-  readonly shutdownGraceSeconds?: number | undefined
-  readonly batchSize?: number | undefined
-  readonly prefetch?: number | undefined
-  readonly overloadSlowPollSeconds?: number | undefined
-  /** Default: ten times the max interval. */
-  readonly overloadMaxIntervalSeconds?: number | undefined
-  /** Default: the max interval. */
-  readonly overloadRecoverySeconds?: number | undefined
-  readonly overloadEnabled?: boolean | undefined
-  readonly historyRetentionHours?: number | undefined
-  readonly claimTimeoutSeconds?: number | undefined
-  readonly wakeMinIntervalSeconds?: number | undefined
+export type Input = {
+  readonly [K in keyof typeof settings]?: Kinds[(typeof settings)[K]] | undefined
 }
+
+/** What a setting's kind reads as, from the environment and in {@link Input}. */
+interface Kinds {
+  readonly number: number
+  readonly boolean: boolean
+  readonly string: string
+}
+
+/**
+ * Every setting a caller may give, once, with its kind: {@link Input} and {@link Names} (its fields), and
+ * {@link config} (what it reads) follow from this table; {@link defaults} gives the values, {@link make} the ranges
+ * and the rules between settings.
+ */
+const settings = {
+  workers: "number",
+  pollingSleepIntervalSeconds: "number",
+  pollingSleepMaxIntervalSeconds: "number",
+  pollingBackoffMultiplier: "number",
+  pollingBackoffEnabled: "boolean",
+  pollingJitterRatio: "number",
+  /** `base` (default) or `max`. */
+  pollingInitialInterval: "string",
+  /** Default: the max interval. */
+  pollingStartupJitterSeconds: "number",
+  staleSessionTimeoutMinutes: "number",
+  staleWorkUnitCleanupIntervalSeconds: "number",
+  shutdownGraceSeconds: "number",
+  batchSize: "number",
+  prefetch: "number",
+  overloadSlowPollSeconds: "number",
+  /** Default: ten times the max interval. */
+  overloadMaxIntervalSeconds: "number",
+  /** Default: the max interval. */
+  overloadRecoverySeconds: "number",
+  overloadEnabled: "boolean",
+  historyRetentionHours: "number",
+  claimTimeoutSeconds: "number",
+  wakeMinIntervalSeconds: "number"
+} as const satisfies Record<string, keyof Kinds>
 
 /**
  * The name each {@link Input} field is read from by {@link config} and reported under by {@link make}: the
@@ -311,7 +327,12 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
     }
   })
 
-const optionalNumber = (name: string) => Config.option(Config.Number(name))
+/** How each kind of setting is read from the environment. */
+const read: { readonly [K in keyof Kinds]: (name: string) => Config.Config<Kinds[K]> } = {
+  number: Config.Number,
+  boolean: Config.Boolean,
+  string: Config.String
+}
 
 /**
  * The settings from the environment variables `names` gives (the deriver app: `DERIVER_*`). A value that is not a
@@ -322,28 +343,14 @@ const optionalNumber = (name: string) => Config.option(Config.Number(name))
  * @category config
  */
 export const config = (names: Names): Config.Config<DeriverConfig> =>
-  Config.all({
-    workers: optionalNumber(names.workers),
-    pollingSleepIntervalSeconds: optionalNumber(names.pollingSleepIntervalSeconds),
-    pollingSleepMaxIntervalSeconds: optionalNumber(names.pollingSleepMaxIntervalSeconds),
-    pollingBackoffMultiplier: optionalNumber(names.pollingBackoffMultiplier),
-    pollingBackoffEnabled: Config.option(Config.Boolean(names.pollingBackoffEnabled)),
-    pollingJitterRatio: optionalNumber(names.pollingJitterRatio),
-    pollingInitialInterval: Config.option(Config.String(names.pollingInitialInterval)),
-    pollingStartupJitterSeconds: optionalNumber(names.pollingStartupJitterSeconds),
-    staleSessionTimeoutMinutes: optionalNumber(names.staleSessionTimeoutMinutes),
-    staleWorkUnitCleanupIntervalSeconds: optionalNumber(names.staleWorkUnitCleanupIntervalSeconds),
-    shutdownGraceSeconds: optionalNumber(names.shutdownGraceSeconds),
-    batchSize: optionalNumber(names.batchSize),
-    prefetch: optionalNumber(names.prefetch),
-    overloadSlowPollSeconds: optionalNumber(names.overloadSlowPollSeconds),
-    overloadMaxIntervalSeconds: optionalNumber(names.overloadMaxIntervalSeconds),
-    overloadRecoverySeconds: optionalNumber(names.overloadRecoverySeconds),
-    overloadEnabled: Config.option(Config.Boolean(names.overloadEnabled)),
-    historyRetentionHours: optionalNumber(names.historyRetentionHours),
-    claimTimeoutSeconds: optionalNumber(names.claimTimeoutSeconds),
-    wakeMinIntervalSeconds: optionalNumber(names.wakeMinIntervalSeconds)
-  }).pipe(
+  Config.all(
+    Object.fromEntries(
+      (Object.keys(settings) as Array<keyof typeof settings>).map((key) => {
+        const reader: (name: string) => Config.Config<unknown> = read[settings[key]]
+        return [key, Config.option(reader(names[key]))]
+      })
+    )
+  ).pipe(
     Config.map((options) => {
       const input: Record<string, unknown> = {}
       for (const [key, value] of Object.entries(options)) {
