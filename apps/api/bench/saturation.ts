@@ -32,7 +32,7 @@ import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Logger, References, type Scope } from "effect"
 import { FetchHttpClient, type HttpClient } from "effect/http"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Stats } from "../../../packages/bench-kit/src/index.ts"
 
 const clients = Number(process.env.BENCH_CLIENTS ?? 200)
 const healthzClients = Number(process.env.BENCH_HEALTHZ_CLIENTS ?? 10)

@@ -23,7 +23,7 @@ import { SchemaName } from "@resilience/schema"
 import { CountingProxy, EntryPoint } from "@resilience/test-db"
 import { Effect, Layer, Logger, References } from "effect"
 import { loadavg } from "node:os"
-import { Setup } from "../../../labs/bench-kit/src/index.ts"
+import { Setup } from "../../../packages/bench-kit/src/index.ts"
 
 const saturations = Setup.list("BENCH_SATURATIONS", "0,30,120,300").map(Number)
 const pools = Setup.list("BENCH_POOLS", "null,queue") as ReadonlyArray<"null" | "queue">

@@ -42,7 +42,7 @@ import type { Scope } from "effect"
 import { Agent, createServer, request, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { loadavg } from "node:os"
-import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../packages/bench-kit/src/index.ts"
 
 const phases = new Set(Setup.list("BENCH_PHASES", "pickup,burst-db,burst,recovery,faults,flood,idle"))
 const writes = Number(process.env.BENCH_WRITES ?? 50)

@@ -12,7 +12,7 @@ import type { InvalidParameter } from "@resilience/parameters"
 import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Console, Effect, Fiber, Layer, References } from "effect"
 import type pg from "pg"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Stats } from "../../../packages/bench-kit/src/index.ts"
 import * as ActivitySampler from "../src/ActivitySampler.ts"
 
 /**

@@ -24,7 +24,7 @@ import { Cluster, Saturation } from "@resilience/local-postgres"
 import { Duration, Effect, Fiber, Random } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { randomUUID } from "node:crypto"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Stats } from "../../../packages/bench-kit/src/index.ts"
 import { ApiClient, RetryPolicy } from "../src/index.ts"
 import { adminToken, type Arrival, recordingProxy, spawnApi } from "../test/support.ts"
 

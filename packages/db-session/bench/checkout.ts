@@ -10,7 +10,7 @@ import { CountingProxy } from "@resilience/test-db"
 import { Console, Effect, type Layer } from "effect"
 import { performance } from "node:perf_hooks"
 import pg from "pg"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Stats } from "../../../packages/bench-kit/src/index.ts"
 import { DbSession } from "../src/index.ts"
 
 const SAMPLES = 200

@@ -33,7 +33,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
-import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../packages/bench-kit/src/index.ts"
 import * as Enqueue from "../src/Enqueue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 

@@ -19,7 +19,7 @@
 import { DbSession } from "@resilience/db-session"
 import { Migrator, SchemaName } from "@resilience/schema"
 import { Clock, Console, Effect, Exit, Logger, Scope } from "effect"
-import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../packages/bench-kit/src/index.ts"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Enqueue from "../src/Enqueue.ts"

@@ -32,7 +32,7 @@ import { loadavg } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import pg from "pg"
-import { Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Stats } from "../../../packages/bench-kit/src/index.ts"
 import * as Queue from "../src/Queue.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 

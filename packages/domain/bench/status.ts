@@ -8,7 +8,7 @@ import { DbSession } from "@resilience/db-session"
 import { Queue } from "@resilience/deriver"
 import { SchemaName } from "@resilience/schema"
 import { Effect, Logger } from "effect"
-import { Setup, Stats } from "../../../labs/bench-kit/src/index.ts"
+import { Setup, Stats } from "../../../packages/bench-kit/src/index.ts"
 import * as Domain from "../src/Domain.ts"
 import * as QueueStatus from "../src/QueueStatus.ts"
 
