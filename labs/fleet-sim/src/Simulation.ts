@@ -563,12 +563,13 @@ class World {
    * A wake reaches deriver `i` and `Coalesce.wake` decides: `pollNow` (idle: the sleep it is in ends, unless
    * a wake may not end it: then the poll after the sleep covers the wake, counted `held` when it starts),
    * `oneMoreAfter` (a poll is in flight: decided when it ends), `coalesced` (one is waiting already) or
-   * `ignored` (a woken poll failed and no poll has succeeded since).
+   * `ignored` (a woken poll failed, no poll has succeeded since, and the last started less than a base interval ago).
    */
   private wakeArrives(i: number, t: number): void {
     const totals = this.recorder.totals
     totals.wakes++
-    const [decision, next] = Coalesce.wake(this.wakeState(i))
+    // re-armed a base interval after the last poll started, as the deriver's loop does (`PollLoop` wakeRearmMillis)
+    const [decision, next] = Coalesce.wake(this.wakeState(i), t, this.params.poll.baseMillis)
     this.setWakeState(i, next)
     if (decision === "coalesced") totals.wakesCoalesced++
     else if (decision === "ignored") totals.wakesIgnored++

@@ -117,6 +117,14 @@ export interface Options {
    * most one poll per interval (see {@link PollLoop.wake}).
    */
   readonly wakeMinIntervalMillis?: number | undefined
+  /**
+   * After a woken poll failed, wakes are ignored until a poll succeeds or this long has passed since the last poll
+   * started (default: the backoff's base): a write that commits after an outage makes the next woken poll at once,
+   * and while writes commit and polls fail, wakes add at most one attempt per this interval.
+   *
+   * @since 0.3.0
+   */
+  readonly wakeRearmMillis?: number | undefined
   /** Called for every scheduling event (tests, benchmarks); must not fail. */
   readonly observer?: ((event: Event) => Effect.Effect<void>) | undefined
 }
@@ -172,7 +180,7 @@ export interface PollLoop {
    * {@link Options.wakeMinIntervalMillis} after the last poll started. A wake is evidence that the database
    * answered: the schedule goes back to its base before the woken poll; if that poll fails anyway, the schedule
    * is restored as it was (a wake never shortens the outage schedule) and wakes are `ignored` until a poll
-   * succeeds. It never ends a sleep the overload floor imposes (the poll after it covers the wake), never skips
+   * succeeds, or {@link Options.wakeRearmMillis} after the last poll started. It never ends a sleep the overload floor imposes (the poll after it covers the wake), never skips
    * the checkout gate (the poll is an ordinary one) and claims no more than a poll does. Returns at once.
    */
   readonly wake: Effect.Effect<Coalesce.Decision>
@@ -226,7 +234,7 @@ export const start = <Claim, R>(
       options.overload,
       lag
     )
-    const wakes = yield* WakeLatch.make
+    const wakes = yield* WakeLatch.make(options.wakeRearmMillis ?? settings.baseMillis)
     const workers = yield* FiberSet.make<void, never>()
     const stopped = yield* Deferred.make<void>()
     const died = yield* Deferred.make<Cause.Cause<unknown>>()

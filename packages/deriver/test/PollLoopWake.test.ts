@@ -105,7 +105,7 @@ describe("PollLoop wakes (TestClock, seeded Random)", () => {
       for (let i = 1; i < times.length; i++) assert.isAtLeast(times[i]! - times[i - 1]!, 50)
     }).pipe(Random.withSeed("wake-flood")))
 
-  it.effect("a woken poll that fails keeps the outage schedule, and wakes are ignored until a poll succeeds", () =>
+  it.effect("a woken poll that fails keeps the outage schedule; wakes are ignored for a base interval, then one more woken poll", () =>
     Effect.gen(function*() {
       const up = yield* Ref.make(false)
       const { events, loop, starts } = yield* harness({
@@ -120,17 +120,24 @@ describe("PollLoop wakes (TestClock, seeded Random)", () => {
       // not the base's 1 s: the capped schedule goes on as before the wake
       assert.strictEqual(second?.sleepMillis, first?.sleepMillis)
       assert.strictEqual(second?.sleepMillis, 30_000)
-      yield* TestClock.adjust(1000)
+      // within a base interval (1 s) of the failed woken poll's start: ignored, no attempt
+      yield* TestClock.adjust(999)
       assert.strictEqual(yield* loop.wake, "ignored")
-      yield* TestClock.adjust(1000)
+      yield* TestClock.adjust(0)
       assert.deepStrictEqual(yield* starts, [0, 1000])
-      // the database is back: the scheduled poll succeeds, and wakes work again
-      yield* Ref.set(up, true)
-      yield* TestClock.adjust(30_000)
-      assert.strictEqual((yield* starts).length, 3)
+      // a base interval after it: a write that committed is evidence again, one woken poll (it fails: disarmed again)
+      yield* TestClock.adjust(1)
       assert.strictEqual(yield* loop.wake, "pollNow")
       yield* TestClock.adjust(0)
+      assert.deepStrictEqual(yield* starts, [0, 1000, 2000])
+      assert.strictEqual(yield* loop.wake, "ignored")
+      // the database is back: the scheduled poll succeeds, and wakes work again at once
+      yield* Ref.set(up, true)
+      yield* TestClock.adjust(30_000)
       assert.strictEqual((yield* starts).length, 4)
+      assert.strictEqual(yield* loop.wake, "pollNow")
+      yield* TestClock.adjust(0)
+      assert.strictEqual((yield* starts).length, 5)
     }).pipe(Random.withSeed("wake-outage")))
 
   it.effect("after an outage, the first write's wake makes the deriver poll at once, not at its capped schedule", () =>

@@ -8,7 +8,9 @@
  * - a wake while a poll (or a send) is in flight and none is waiting: `oneMoreAfter` (the one that follows it);
  * - a wake while one is already waiting: `coalesced` (the waiting one covers it);
  * - a wake while {@link State.armed} is false: `ignored` (a woken poll failed: wakes wait for a poll that
- *   succeeds, so a flood of wakes during an outage adds at most one connection attempt to the schedule's).
+ *   succeeds, so a flood of wakes during an outage adds at most one connection attempt to the schedule's), unless
+ *   `rearmAfterMillis` have passed since the last poll started: then the wake is honoured again (a committed write
+ *   after an outage is evidence; at most one woken attempt per that interval while writes commit and polls fail).
  *
  * A poll that starts takes every wake before it along ({@link started}); one that finishes says whether another
  * must follow at once ({@link finished}).
@@ -58,15 +60,18 @@ export interface State {
 export const initial: State = { inFlight: false, waiting: false, armed: true, lastStartedAtMillis: -Infinity }
 
 /**
- * One wake: the decision and the state after it.
+ * One wake at `nowMillis`: the decision and the state after it. Wakes a failed woken poll disarmed are honoured again
+ * once `rearmAfterMillis` have passed since the last poll started (default: never, until a poll succeeds).
  *
  * @since 0.3.0
  * @category decisions
  */
-export const wake = (state: State): readonly [Decision, State] => {
-  if (!state.armed) return ["ignored", state]
+export const wake = (state: State, nowMillis = 0, rearmAfterMillis = Infinity): readonly [Decision, State] => {
+  if (!state.armed && !(nowMillis - state.lastStartedAtMillis >= rearmAfterMillis && !state.inFlight)) {
+    return ["ignored", state]
+  }
   if (state.waiting) return ["coalesced", state]
-  return [state.inFlight ? "oneMoreAfter" : "pollNow", { ...state, waiting: true }]
+  return [state.inFlight ? "oneMoreAfter" : "pollNow", { ...state, waiting: true, armed: true }]
 }
 
 /**

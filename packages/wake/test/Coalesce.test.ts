@@ -53,6 +53,20 @@ describe("Coalesce", () => {
       .toEqual(["pollNow", "oneMoreAfter", "sleep", "ignored", "sleep", "ignored", "sleep", "pollNow"])
   })
 
+  it("disarmed wakes are honoured again once rearmAfterMillis have passed since the last poll started", () => {
+    const [, waiting] = Coalesce.wake(Coalesce.initial, 0, 1000)
+    const disarmed = Coalesce.finished(Coalesce.started(waiting, 5000), { succeeded: false, woken: true }).state
+    expect(disarmed.armed).toBe(false)
+    // within the interval: ignored; from it on: one woken poll, armed again (until it fails in turn)
+    expect(Coalesce.wake(disarmed, 5999, 1000)[0]).toBe("ignored")
+    const [decision, after] = Coalesce.wake(disarmed, 6000, 1000)
+    expect([decision, after.armed, after.waiting]).toEqual(["pollNow", true, true])
+    // without an interval (the default), only a poll that succeeds re-arms them
+    expect(Coalesce.wake(disarmed, 1e12)[0]).toBe("ignored")
+    // never while a poll is in flight
+    expect(Coalesce.wake(Coalesce.started(disarmed, 5000), 9000, 1000)[0]).toBe("ignored")
+  })
+
   it("a scheduled poll that fails does not disarm wakes (a wake is not to blame)", () => {
     expect(run(["start", "fail", "wake"])).toEqual(["sleep", "pollNow"])
   })

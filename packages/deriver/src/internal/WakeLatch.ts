@@ -5,7 +5,7 @@
  * @internal
  */
 import { Coalesce } from "@resilience/wake"
-import { Deferred, Effect, Metric } from "effect"
+import { Clock, Deferred, Effect, Metric } from "effect"
 import * as DeriverMetrics from "../DeriverMetrics.ts"
 
 /** The wakes of one loop. */
@@ -20,37 +20,41 @@ export interface WakeLatch {
   readonly delayMillis: (minIntervalMillis: number, nowMillis: number) => number
 }
 
-/** A latch with no wake yet. */
-export const make: Effect.Effect<WakeLatch> = Effect.gen(function*() {
-  let state = Coalesce.initial
-  let signal = yield* Deferred.make<void>()
-  const wake: Effect.Effect<Coalesce.Decision> = Effect.suspend(() => {
-    const [decision, next] = Coalesce.wake(state)
-    state = next
-    return Metric.update(DeriverMetrics.wakesReceived, 1).pipe(
-      Effect.andThen(
-        decision === "coalesced" || decision === "ignored"
-          ? Metric.update(Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: decision }), 1)
-          : decision === "pollNow"
-          ? Deferred.succeed(signal, undefined)
-          : Effect.void
-      ),
-      Effect.as(decision)
-    )
+/**
+ * A latch with no wake yet. After a woken poll failed, wakes are ignored until a poll succeeds or `rearmAfterMillis`
+ * have passed since the last poll started (`Coalesce.wake`).
+ */
+export const make = (rearmAfterMillis: number): Effect.Effect<WakeLatch> =>
+  Effect.gen(function*() {
+    let state = Coalesce.initial
+    let signal = yield* Deferred.make<void>()
+    const wake: Effect.Effect<Coalesce.Decision> = Effect.flatMap(Clock.currentTimeMillis, (nowMillis) => {
+      const [decision, next] = Coalesce.wake(state, nowMillis, rearmAfterMillis)
+      state = next
+      return Metric.update(DeriverMetrics.wakesReceived, 1).pipe(
+        Effect.andThen(
+          decision === "coalesced" || decision === "ignored"
+            ? Metric.update(Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: decision }), 1)
+            : decision === "pollNow"
+            ? Deferred.succeed(signal, undefined)
+            : Effect.void
+        ),
+        Effect.as(decision)
+      )
+    })
+    return {
+      wake,
+      started: (nowMillis) =>
+        Effect.map(Deferred.make<void>(), (fresh) => {
+          state = Coalesce.started(state, nowMillis)
+          signal = fresh
+          return Deferred.await(fresh)
+        }),
+      finished: (poll) => {
+        const finished = Coalesce.finished(state, poll)
+        state = finished.state
+        return finished.again
+      },
+      delayMillis: (minIntervalMillis, nowMillis) => Coalesce.delayMillis(state, minIntervalMillis, nowMillis)
+    }
   })
-  return {
-    wake,
-    started: (nowMillis) =>
-      Effect.map(Deferred.make<void>(), (fresh) => {
-        state = Coalesce.started(state, nowMillis)
-        signal = fresh
-        return Deferred.await(fresh)
-      }),
-    finished: (poll) => {
-      const finished = Coalesce.finished(state, poll)
-      state = finished.state
-      return finished.again
-    },
-    delayMillis: (minIntervalMillis, nowMillis) => Coalesce.delayMillis(state, minIntervalMillis, nowMillis)
-  }
-})
