@@ -98,14 +98,20 @@ const claimCall = /queue_(claim|poll)"?\(/
 const recordUnitsCall = /queue_record_units"?\(/
 
 /**
- * A statement's mean server time per unit of work: its mean, except for the record of many units, whose mean is
- * divided by the units it carried per call (the rows of its first inner statement, one per unit, over its calls).
- * A record of 4 units costs more than one of 1, and less than 4 of them; the bound is on the unit.
+ * A statement's mean server time per unit of work: its mean, except for the record of many units. That one carries
+ * the units of every worker that finished while the last record ran, so it runs only when two finish at once (here,
+ * with 2 workers, a few times a run), and a few calls on new connections are mostly the planning of its statements
+ * (PL/pgSQL plans each once per connection). It is held to the bound per unit it carried (the rows of its first inner
+ * statement, one per unit, over that statement's calls), and, while it ran fewer than {@link hotCalls} times, by
+ * that inner statement's own time (its execution: the planning is the call's): a JIT compile or a plan that reads
+ * the table still fails it.
  */
 const meanPerUnit = (row: Statement, rows: ReadonlyArray<Statement>) => {
   if (!(row.toplevel && recordUnitsCall.test(row.query))) return row.mean
   const inner = rows.find((r) => !r.toplevel && r.query.startsWith("WITH unit AS"))
-  return inner === undefined || inner.calls === 0 ? row.mean : row.mean / Math.max(1, inner.rows / inner.calls)
+  if (inner === undefined || inner.calls === 0) return row.mean
+  const units = Math.max(1, inner.rows / inner.calls)
+  return (row.calls >= hotCalls ? row.mean : inner.mean) / units
 }
 
 /** Calls of the claim so far, by the statements the deriver sends. */
