@@ -306,11 +306,19 @@ const maintenance = <R>(ctx: Shared<R>): Effect.Effect<never> =>
 // ---------------------------------------------------------------------------------------------------------
 // Worker back-off
 
-/** Sleeps the jittered back-off of `state` and returns the next state. */
+/**
+ * Sleeps the jittered back-off of `state` and returns the next state. Evidence that the database answers (a
+ * committed write's wake, honoured by the gate) ends the sleep: a worker holding a unit through an outage resumes
+ * with the first write after it, not at its back-off's next step (up to the max interval later); its retry is a
+ * checkout through the gate, whose circuit lets one attempt through at a time.
+ */
 const sleepAfterFailure = <R>(ctx: Shared<R>, state: PollBackoff.State) =>
   Effect.gen(function*() {
     const u = ctx.config.workerBackoff.ratio === 0 ? 0 : yield* Random.next
-    yield* Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, ctx.config.workerBackoff, u)))
+    yield* Effect.raceFirst(
+      Effect.sleep(Duration.millis(PollBackoff.sleepFrom(state, ctx.config.workerBackoff, u))),
+      ctx.gate.nextEvidence
+    )
     return PollBackoff.step(state, ctx.config.workerBackoff)
   })
 

@@ -247,6 +247,26 @@ describe("CheckoutGate (TestClock)", () => {
       assert.strictEqual(yield* Ref.get(runs), 4, "one attempt per honoured evidence")
       assert.isFalse(yield* gate.evidence, "closed: nothing to do")
     }))
+
+  it.effect("nextEvidence completes at the next evidence honoured, not at one turned away", () =>
+    Effect.gen(function*() {
+      const gate = yield* CheckoutGate.make({ maxLimit: 3, backoff })
+      const { checkout } = yield* scripted
+      for (let i = 0; i < 2; i++) yield* Effect.exit(gate.run(checkout)) // trips: open until 1 s
+      // a worker backing off between batches waits on it (its sleep races it)
+      const backingOff = yield* Effect.forkChild(gate.nextEvidence)
+      yield* TestClock.adjust(100)
+      assert.isUndefined(backingOff.pollUnsafe(), "no evidence yet")
+      assert.isTrue(yield* gate.evidence)
+      yield* Fiber.join(backingOff)
+      // within the base interval evidence is turned away, and a new waiter keeps waiting
+      const next = yield* Effect.forkChild(gate.nextEvidence)
+      yield* TestClock.adjust(500)
+      assert.isFalse(yield* gate.evidence)
+      yield* TestClock.adjust(0)
+      assert.isUndefined(next.pollUnsafe(), "evidence turned away ends no sleep")
+      yield* Fiber.interrupt(next)
+    }))
 })
 
 /**

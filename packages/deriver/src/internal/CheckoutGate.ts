@@ -31,7 +31,7 @@
 import { Controller, type Outcome, type Shed } from "@resilience/admission"
 import { ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
-import { Clock, Data, Effect, type Exit, Predicate } from "effect"
+import { Clock, Data, Deferred, Effect, type Exit, Predicate } from "effect"
 
 /**
  * The policy of a process with `maxLimit` possible concurrent checkouts, backing off on `backoff` (the poll
@@ -95,6 +95,14 @@ export interface CheckoutGate {
    * @since 0.3.0
    */
   readonly evidence: Effect.Effect<boolean>
+  /**
+   * Completes at the next {@link evidence} honoured: what a worker backing off between its unit's batches races its
+   * sleep with, so the units it holds resume with the first write after an outage too (its retry goes through
+   * {@link run}: the circuit still lets one attempt through at a time).
+   *
+   * @since 0.3.0
+   */
+  readonly nextEvidence: Effect.Effect<void>
   /** The limit and the circuit now, for observers and tests. */
   readonly state: Effect.Effect<Controller.State>
 }
@@ -169,19 +177,27 @@ export const make = (options: {
 
     /** When evidence was last honoured. */
     let evidencedAt = Number.NEGATIVE_INFINITY
+    /** Completed by the next evidence honoured, then replaced. */
+    let evidenced = yield* Deferred.make<void>()
     const evidence = Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.suspend(() => {
         if (now - evidencedAt < options.backoff.baseMillis) return Effect.succeed(false)
         return Effect.tap(controller.evidence, (opened) =>
-          Effect.sync(() => {
-            if (opened) evidencedAt = now
-          }))
+          opened
+            ? Effect.flatMap(Deferred.make<void>(), (fresh) => {
+              evidencedAt = now
+              const honoured = evidenced
+              evidenced = fresh
+              return Deferred.succeed(honoured, undefined)
+            })
+            : Effect.void)
       }))
 
     return {
       run,
       runNow,
       evidence,
+      nextEvidence: Effect.suspend(() => Deferred.await(evidenced)),
       blocked: Effect.flatMap(controller.state, (state) =>
         Effect.map(Clock.currentTimeMillis, (at) => Controller.blocked(state, at))),
       state: controller.state
