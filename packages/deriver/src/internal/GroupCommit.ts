@@ -1,11 +1,12 @@
 /**
- * Group commit: many callers' inputs written by one statement. A caller's input waits for the statement in flight
- * (if any) to finish, then goes out with every input that came in meanwhile, in one flush; so no input waits longer
- * than one statement beyond its own, and with one caller at a time every input goes out alone, at once.
+ * Group commit: many callers' inputs written by one statement. A caller that finds no flush in flight flushes its own
+ * input at once, in its own fiber (one worker finishing at a time pays no hand-over between fibers); a caller that
+ * finds one in flight waits for it, then goes out with every input that came in meanwhile, in one flush started by
+ * the caller whose flush just ended. So no input waits longer than one statement beyond its own.
  *
  * @internal
  */
-import { Deferred, Effect, Exit, Queue } from "effect"
+import { Deferred, Effect, Exit } from "effect"
 import type { Scope } from "effect"
 
 /** A group commit of inputs `In`, each answered with an `Out` or the flush's failure `E`. */
@@ -15,28 +16,56 @@ export interface GroupCommit<In, Out, E> {
 }
 
 /**
- * A group commit whose flushes run one at a time in a fiber of the current scope. `flush` answers the inputs of
- * one flush, in their order; a failed flush fails every input of it.
+ * A group commit whose flushes run one at a time; the flushes of waiting inputs run in fibers of the current scope.
+ * `flush` answers the inputs of one flush, in their order; a failed flush fails every input of it.
  */
 export const make = <In, Out, E>(
   flush: (inputs: ReadonlyArray<In>) => Effect.Effect<ReadonlyArray<Out>, E>
 ): Effect.Effect<GroupCommit<In, Out, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const pending = yield* Queue.unbounded<readonly [In, Deferred.Deferred<Out, E>]>()
-    const flushOnce = Effect.gen(function*() {
-      const batch = yield* Queue.takeAll(pending)
-      const exit = yield* Effect.exit(flush(batch.map(([input]) => input)))
-      for (let i = 0; i < batch.length; i++) {
-        const answer = batch[i]![1]
-        yield* Exit.isSuccess(exit)
-          ? Deferred.succeed(answer, exit.value[i]!)
-          : Deferred.done(answer, exit as Exit.Exit<never, E>)
+    const scope = yield* Effect.scope
+    let flushing = false
+    let waiting: Array<readonly [In, Deferred.Deferred<Out, E>]> = []
+    /** Flushes what waits, batch after batch, until nothing does; then no flush is in flight. */
+    const drain: Effect.Effect<void> = Effect.suspend(() => {
+      if (waiting.length === 0) {
+        flushing = false
+        return Effect.void
       }
+      const batch = waiting
+      waiting = []
+      return Effect.exit(flush(batch.map(([input]) => input))).pipe(
+        Effect.flatMap((exit) =>
+          Effect.forEach(batch, ([, answer], i) =>
+            Exit.isSuccess(exit)
+              ? Deferred.succeed(answer, exit.value[i]!)
+              : Deferred.done(answer, exit as Exit.Exit<never, E>), { discard: true })
+        ),
+        Effect.andThen(drain)
+      )
     })
-    yield* Effect.forkScoped(Effect.forever(flushOnce))
+    /** After a caller's own flush: what came in meanwhile goes out in a fiber of its own. */
+    const handOff = Effect.suspend(() => {
+      if (waiting.length === 0) {
+        flushing = false
+        return Effect.void
+      }
+      return Effect.asVoid(Effect.forkIn(drain, scope))
+    })
     return {
       submit: (input) =>
-        Effect.flatMap(Deferred.make<Out, E>(), (answer) =>
-          Queue.offer(pending, [input, answer] as const).pipe(Effect.andThen(Deferred.await(answer))))
+        Effect.suspend(() => {
+          if (!flushing) {
+            flushing = true
+            return flush([input]).pipe(
+              Effect.map((outs) => outs[0]!),
+              Effect.ensuring(handOff)
+            )
+          }
+          return Effect.flatMap(Deferred.make<Out, E>(), (answer) => {
+            waiting.push([input, answer] as const)
+            return Deferred.await(answer)
+          })
+        })
     }
   })
