@@ -782,8 +782,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false }
     }
-    // made before the loop starts, so the scope stops its flushes after the loop's shutdown (finalizers run last
-    // in, first out), when no worker waits for one any more
+    // the records of many units: a worker's own record goes out in its fiber, those that waited in a detached one
     const records: Shared<R>["records"] = yield* GroupCommit.make((units: ReadonlyArray<UnitRecord>) =>
       recordUnits(ctx)(units)
     )
