@@ -49,6 +49,9 @@ type Mutable<T> = {
     : T[K]
 }
 
+/** The keys of `T` that hold a number. */
+type NumericKey<T> = { [K in keyof T]-?: NonNullable<T[K]> extends number ? K : never }[keyof T] & string
+
 /**
  * One overridable parameter: its flag, what it means, its schema and where it goes.
  *
@@ -83,41 +86,36 @@ const gateOverride = (
     if (p.admission !== undefined) p.admission.gate[key] = v
   })
 
-/** An override of one setting of the spike scenario. */
-const spikeOverride = (
-  flag: string,
-  description: string,
-  key: "atSeconds" | "seconds" | "backends",
-  range: Range
-): Override =>
-  option(flag, description, range, (p, v) => {
-    if (p.spike !== undefined) p.spike[key] = v
-  })
-
-/** An override of one setting of the wake path (absent from the parameters: starts from `Model.noWake`). */
+/**
+ * An override of one setting of the wake path (absent from the parameters: starts from `Model.noWake`): the
+ * numeric setting `set` names, or what `set` does.
+ */
 const wakeOverride = (
   flag: string,
   description: string,
   range: Range,
-  apply: (wake: Mutable<Model.Wake>, value: number) => void
+  set: NumericKey<Model.Wake> | ((wake: Mutable<Model.Wake>, value: number) => void)
 ): Override =>
   option(flag, description, range, (p, v) => {
     const wake = p.wake ?? { ...Model.noWake }
-    apply(wake, v)
+    if (typeof set === "string") wake[set] = v
+    else set(wake, v)
     p.wake = wake
   })
 
-/** An override of one setting of the outage scenario. */
-const outageOverride = (
-  flag: string,
-  description: string,
-  key: "atSeconds" | "seconds" | "resendWindowMillis",
-  range: Range,
+/** The parts of the parameters whose numeric settings a flag can set directly. */
+type Section = "poll" | "pooler" | "database" | "api" | "work" | "spike" | "outage"
+
+/** Where a value goes: `params[section][key] = value × scale`; nothing when the scenario leaves the section out. */
+const into = <S extends Section>(
+  section: S,
+  key: NumericKey<NonNullable<Model.Params[S]>>,
   scale = 1
-): Override =>
-  option(flag, description, range, (p, v) => {
-    if (p.outage !== undefined) p.outage[key] = v * scale
-  })
+): Override["apply"] =>
+(p, v) => {
+  const target = p[section] as Record<string, number> | undefined
+  if (target !== undefined) target[key] = v * scale
+}
 
 /**
  * Every parameter the CLI can override.
@@ -131,25 +129,25 @@ export const overrides: ReadonlyArray<Override> = [
     "base-interval",
     "poll base interval, seconds (DERIVER_POLLING_SLEEP_INTERVAL_SECONDS)",
     Positive,
-    (p, v) => (p.poll.baseMillis = seconds(v))
+    into("poll", "baseMillis", 1000)
   ),
   option(
     "max-interval",
     "poll max interval, seconds (DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS)",
     Positive,
-    (p, v) => (p.poll.maxMillis = seconds(v))
+    into("poll", "maxMillis", 1000)
   ),
   option(
     "multiplier",
     "poll backoff multiplier (DERIVER_POLLING_BACKOFF_MULTIPLIER)",
     AtLeastOne,
-    (p, v) => (p.poll.multiplier = v)
+    into("poll", "multiplier")
   ),
   option(
     "jitter-ratio",
     "per-cycle jitter ratio, 0 = none (overrides the policy)",
     Probability,
-    (p, v) => (p.poll.ratio = v)
+    into("poll", "ratio")
   ),
   option(
     "startup-jitter",
@@ -177,65 +175,65 @@ export const overrides: ReadonlyArray<Override> = [
     "max-client-connections",
     "pooler client-connection limit (EMAXCONN beyond it)",
     PositiveInt,
-    (p, v) => (p.pooler.maxClientConnections = v)
+    into("pooler", "maxClientConnections")
   ),
   option(
     "backend-ceiling",
     "pooler backend ceiling (server connections)",
     PositiveInt,
-    (p, v) => (p.pooler.backendCeiling = v)
+    into("pooler", "backendCeiling")
   ),
-  option("pooler-threads", "pooler worker threads", PositiveInt, (p, v) => (p.pooler.threads = v)),
+  option("pooler-threads", "pooler worker threads", PositiveInt, into("pooler", "threads")),
   option(
     "connect-cost",
     "pooler work per accepted connection attempt, ms",
     NonNegative,
-    (p, v) => (p.pooler.connectCostMillis = v)
+    into("pooler", "connectCostMillis")
   ),
   option(
     "reject-cost",
     "pooler work per refused connection attempt, ms",
     NonNegative,
-    (p, v) => (p.pooler.rejectCostMillis = v)
+    into("pooler", "rejectCostMillis")
   ),
   option(
     "relay-cost",
     "pooler work per transaction relay, ms",
     NonNegative,
-    (p, v) => (p.pooler.relayCostMillis = v)
+    into("pooler", "relayCostMillis")
   ),
   option(
     "queue-timeout",
     "pooler: drop a client waiting this long for a backend, seconds",
     Positive,
-    (p, v) => (p.pooler.queueTimeoutMillis = seconds(v))
+    into("pooler", "queueTimeoutMillis", 1000)
   ),
-  option("cores", "database cores (queries at full speed at once)", Positive, (p, v) => (p.database.cores = v)),
-  option("claim-ms", "claim query base cost, ms", Positive, (p, v) => (p.database.claimMillis = v)),
+  option("cores", "database cores (queries at full speed at once)", Positive, into("database", "cores")),
+  option("claim-ms", "claim query base cost, ms", Positive, into("database", "claimMillis")),
   option(
     "contention",
     "extra database slowdown per oversubscribed core, 0 = pure processor sharing",
     NonNegative,
-    (p, v) => (p.database.contention = v)
+    into("database", "contention")
   ),
   option(
     "api-rps",
     "open-loop API requests per second through the same pooler, 0 = none",
     NonNegative,
-    (p, v) => (p.api.requestsPerSecond = v)
+    into("api", "requestsPerSecond")
   ),
-  option("api-query-ms", "API query cost, ms", Positive, (p, v) => (p.api.queryMillis = v)),
+  option("api-query-ms", "API query cost, ms", Positive, into("api", "queryMillis")),
   option(
     "work-probability",
     "chance that a claim finds work (then the loop resets to the base interval)",
     Probability,
-    (p, v) => (p.work.probability = v)
+    into("work", "probability")
   ),
   option(
     "handler-ms",
     "handler time of a claimed unit, off the database, ms",
     NonNegative,
-    (p, v) => (p.work.handlerMillis = v)
+    into("work", "handlerMillis")
   ),
   option(
     "claim-timeout",
@@ -291,42 +289,46 @@ export const overrides: ReadonlyArray<Override> = [
     "slowMillis",
     NonNegativeInt
   ),
-  spikeOverride("spike-at", "spike scenario: start of the load spike, seconds", "atSeconds", NonNegative),
-  spikeOverride("spike-seconds", "spike scenario: length of the load spike, seconds", "seconds", NonNegative),
-  spikeOverride("spike-backends", "spike scenario: backends the spike's queries hold", "backends", NonNegativeInt),
+  option("spike-at", "spike scenario: start of the load spike, seconds", NonNegative, into("spike", "atSeconds")),
+  option("spike-seconds", "spike scenario: length of the load spike, seconds", NonNegative, into("spike", "seconds")),
+  option(
+    "spike-backends",
+    "spike scenario: backends the spike's queries hold",
+    NonNegativeInt,
+    into("spike", "backends")
+  ),
   wakeOverride("wake", "an API write wakes its tenant's deriver: 0 off, 1 on", OnOff, (w, v) => (w.enabled = v === 1)),
   wakeOverride(
     "write-fraction",
     "share of the open-loop API requests that are writes, each giving a random tenant work (and a wake)",
     Probability,
-    (w, v) => (w.writeFraction = v)
+    "writeFraction"
   ),
   wakeOverride(
     "wake-delay-ms",
     "from the API's answer to its deriver's wake, ms",
     NonNegative,
-    (w, v) => (w.delayMillis = v)
+    "delayMillis"
   ),
   wakeOverride(
     "wake-min-interval-ms",
     "the least time from a deriver's last poll start to a woken poll's start, ms (DERIVER_WAKE_MIN_INTERVAL_SECONDS)",
     NonNegative,
-    (w, v) => (w.minIntervalMillis = v)
+    "minIntervalMillis"
   ),
   wakeOverride(
     "wake-spread-after-failure-ms",
     "a candidate, not the deriver's: a woken poll after a failed poll waits a uniform delay below this, ms (0: none)",
     NonNegative,
-    (w, v) => (w.spreadAfterFailureMillis = v)
+    "spreadAfterFailureMillis"
   ),
-  outageOverride("outage-at", "outage scenario: the database goes down, seconds", "atSeconds", NonNegative),
-  outageOverride("outage-seconds", "outage scenario: how long it stays down, seconds", "seconds", NonNegative),
-  outageOverride(
+  option("outage-at", "outage scenario: the database goes down, seconds", NonNegative, into("outage", "atSeconds")),
+  option("outage-seconds", "outage scenario: how long it stays down, seconds", NonNegative, into("outage", "seconds")),
+  option(
     "resend-window",
     "outage scenario: each tenant's resent write lands uniformly within this after the return, seconds",
-    "resendWindowMillis",
     Positive,
-    1000
+    into("outage", "resendWindowMillis", 1000)
   )
 ]
 
