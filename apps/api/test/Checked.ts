@@ -3,12 +3,11 @@
  * anything else unknown), a deriver in the test process, and the verdict printed as a table.
  */
 import { ApiClient } from "@resilience/api-client"
-import type { ClientErrors } from "@resilience/api-client"
 import { Checker, History } from "@resilience/checker"
 import { DbSession } from "@resilience/db-session"
 import { Deriver, DeriverConfig } from "@resilience/deriver"
 import { Domain, SchemaName } from "@resilience/domain"
-import { Effect, Exit, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { request } from "./TestServer.ts"
 
 /** A database session for the deriver and the checker (a small in-process pool). */
@@ -54,32 +53,6 @@ export const retryingClient = (api: { readonly baseUrl: string }) =>
     maxDelay: "5 seconds",
     budget: { maxTokens: 1_000, ratio: 1 }
   }).pipe(Effect.orDie)
-
-/**
- * One message through the API client (its retries, one Idempotency-Key for all of them), recorded in `history`:
- * a 4xx is refused; an exhausted retry or a 500 is unknown.
- */
-export const send = (
-  client: ApiClient.ApiClient,
-  history: History.History,
-  token: string,
-  write: History.Request
-): Effect.Effect<unknown, ClientErrors.ClientError> =>
-  History.record(
-    history,
-    write,
-    client.appendMessages({
-      token,
-      workspace: write.workspace,
-      session: write.session,
-      messages: [{ peer: write.peer, content: write.content }]
-    }),
-    (exit) => {
-      if (Exit.isSuccess(exit)) return "acknowledged"
-      const error = Option.getOrUndefined(Exit.findErrorOption(exit))
-      return error !== undefined && error._tag !== "ApiUnavailable" && error.status < 500 ? "refused" : "unknown"
-    }
-  )
 
 /** A deriver for `schema` in this process, fast polls, until the scope closes. */
 export const deriver = (schema: string) =>

@@ -10,11 +10,11 @@
  * (issue #22: it was 5 runs × 16 × 40 posts, 3 minutes).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { History } from "@resilience/checker"
+import { ClientWrites, History } from "@resilience/checker"
 import { TestDatabase } from "@resilience/test-db"
 import { Effect, Layer } from "effect"
 import { FetchHttpClient } from "effect/http"
-import { deriver, retryingClient, send, session, verdict } from "./Checked.ts"
+import { deriver, retryingClient, session, verdict } from "./Checked.ts"
 import { createWorkspace, start } from "./TestServer.ts"
 
 const clients = 16
@@ -47,7 +47,7 @@ describe("apps/api: concurrent appends to one session and peer", () => {
                 Array.from({ length: clients }, (_, c) => c),
                 (c) =>
                   Effect.forEach(Array.from({ length: perClient }, (_, i) => i), (i) =>
-                    send(client, history, token, {
+                    ClientWrites.append(client, history, token, {
                       client: `c${c}`,
                       workspace,
                       session: "s1",

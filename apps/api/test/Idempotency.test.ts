@@ -8,7 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Eventually, TableLock, TestDatabase } from "@resilience/test-db"
 import { Effect, Fiber } from "effect"
 import pg from "pg"
-import { createWorkspace, start, type TestServer } from "./TestServer.ts"
+import { createWorkspace, postMessages, start } from "./TestServer.ts"
 
 const count = (url: string, sql: string) =>
   Effect.promise(async () => {
@@ -16,20 +16,6 @@ const count = (url: string, sql: string) =>
     await client.connect()
     const result = await client.query(sql).finally(() => client.end())
     return Number((result.rows[0] as { n: string }).n)
-  })
-
-const post = (api: TestServer, token: string, key: string | undefined, contents: ReadonlyArray<string>) =>
-  Effect.promise(async () => {
-    const response = await fetch(`${api.baseUrl}/v1/workspaces/acme/sessions/s1/messages`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/json",
-        ...(key === undefined ? {} : { "idempotency-key": key })
-      },
-      body: JSON.stringify({ messages: contents.map((content) => ({ peer: "alice", content })) })
-    })
-    return { status: response.status, text: await response.text() }
   })
 
 describe("apps/api Idempotency-Key", () => {
@@ -45,14 +31,14 @@ describe("apps/api Idempotency-Key", () => {
         const keys = count(db.url, `SELECT count(*) AS n FROM ${schema}.idempotency_keys`)
 
         // A resend with the same key and body: the first response, nothing new stored or queued.
-        const first = yield* post(api, token, "key-1", ["a", "b"])
-        const resend = yield* post(api, token, "key-1", ["a", "b"])
+        const first = yield* postMessages(api, token, ["a", "b"], "key-1")
+        const resend = yield* postMessages(api, token, ["a", "b"], "key-1")
         assert.strictEqual(first.status, 201, first.text)
         assert.deepStrictEqual([resend.status, resend.text], [first.status, first.text])
         assert.deepStrictEqual([yield* messages, yield* queued], [2, 1])
 
         // The same key with another body: 422, nothing stored.
-        const other = yield* post(api, token, "key-1", ["c"])
+        const other = yield* postMessages(api, token, ["c"], "key-1")
         assert.strictEqual(other.status, 422, other.text)
         assert.include(other.text, "Idempotency-Key")
         assert.strictEqual(yield* messages, 2)
@@ -62,7 +48,7 @@ describe("apps/api Idempotency-Key", () => {
           yield* TableLock.hold(db.url, `${schema}.messages`)
           const fibers = yield* Effect.forEach(
             [1, 2, 3, 4, 5],
-            () => Effect.forkChild(post(api, token, "key-2", ["d", "e", "f"]))
+            () => Effect.forkChild(postMessages(api, token, ["d", "e", "f"], "key-2"))
           )
           // all five wait on a lock (the first on messages, the others on the first's key) before the lock goes
           yield* Eventually.satisfying(
@@ -81,8 +67,8 @@ describe("apps/api Idempotency-Key", () => {
         assert.deepStrictEqual([yield* messages, yield* queued], [5, 2])
 
         // Without a key every POST stores (the key is what makes a resend safe).
-        yield* post(api, token, undefined, ["g"])
-        yield* post(api, token, undefined, ["g"])
+        yield* postMessages(api, token, ["g"])
+        yield* postMessages(api, token, ["g"])
         assert.strictEqual(yield* messages, 7)
 
         // After the retention window (2 s here) a key counts as new, and expired keys are pruned. The keys are aged
@@ -91,7 +77,7 @@ describe("apps/api Idempotency-Key", () => {
           db.url,
           `WITH aged AS (UPDATE ${schema}.idempotency_keys SET created_at = created_at - interval '3 seconds' RETURNING 1) SELECT count(*) AS n FROM aged`
         )
-        const again = yield* post(api, token, "key-1", ["a", "b"])
+        const again = yield* postMessages(api, token, ["a", "b"], "key-1")
         assert.strictEqual(again.status, 201, again.text)
         assert.strictEqual(yield* messages, 9)
         // key-1, just written again, is moved an hour ahead: unexpired however late the next pruning round runs

@@ -10,7 +10,7 @@ import { Cluster } from "@resilience/local-postgres"
 import { Eventually } from "@resilience/test-db"
 import { Context, Effect, Fiber, Layer } from "effect"
 import pg from "pg"
-import { createWorkspace, start, type TestServer } from "./TestServer.ts"
+import { createWorkspace, postMessages, start } from "./TestServer.ts"
 
 /** A cluster of this file's own: its replication settings would disturb any other suite. */
 class OwnCluster extends Context.Service<OwnCluster, Cluster.Cluster>()("test/OwnCluster") {
@@ -34,16 +34,6 @@ const awaitStandby = (url: string, on: boolean) =>
     yield* admin(url, `alter database postgres set synchronous_commit = ${on ? "on" : "local"}`)
     yield* admin(url, on ? "alter system set synchronous_standby_names = 'nosuch'" : "alter system reset all")
     yield* admin(url, "select pg_reload_conf()")
-  })
-
-const post = (api: TestServer, token: string, key: string, content: string) =>
-  Effect.promise(async () => {
-    const response = await fetch(`${api.baseUrl}/v1/workspaces/acme/sessions/s1/messages`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "idempotency-key": key },
-      body: JSON.stringify({ messages: [{ peer: "alice", content }] })
-    })
-    return { status: response.status, retryAfter: response.headers.get("retry-after"), text: await response.text() }
   })
 
 const storedCount = (url: string, content: string) =>
@@ -70,7 +60,7 @@ describe("apps/api under synchronous replication", () => {
 
         // 1. The wait for the standby cancelled by someone else (an operator, a watchdog): PostgreSQL answers
         //    the COMMIT with success and a WARNING; the API answers 503.
-        const cancelled = yield* Effect.forkChild(post(api, token, "key-cancelled", "cancelled"))
+        const cancelled = yield* Effect.forkChild(postMessages(api, token, ["cancelled"], "key-cancelled"))
         const waiting = yield* Eventually.satisfying(
           "the write's COMMIT waiting for the standby",
           waitingForStandby(cluster.url),
@@ -80,19 +70,19 @@ describe("apps/api under synchronous replication", () => {
         yield* admin(cluster.url, "select pg_cancel_backend($1)", [waiting[0]?.pid])
         const first = yield* Fiber.join(cancelled)
         assert.strictEqual(first.status, 503, first.text)
-        assert.strictEqual(first.retryAfter, "1")
+        assert.strictEqual(first.headers.get("retry-after"), "1")
         // An unknown outcome, not "nothing happened": the message is on the primary.
         assert.strictEqual(yield* storedCount(cluster.url, "cancelled"), 1)
 
         // 2. Nobody cancels: the session's deadline (the statement timeout + 1 s) ends the request, 503.
-        const deadline = yield* post(api, token, "key-deadline", "deadline")
+        const deadline = yield* postMessages(api, token, ["deadline"], "key-deadline")
         assert.strictEqual(deadline.status, 503, deadline.text)
-        assert.strictEqual(deadline.retryAfter, "1")
+        assert.strictEqual(deadline.headers.get("retry-after"), "1")
 
         // 3. The standby no longer awaited: each resend under its key answers the recorded 201, stores nothing.
         yield* awaitStandby(cluster.url, false)
         for (const [key, content] of [["key-cancelled", "cancelled"], ["key-deadline", "deadline"]] as const) {
-          const resend = yield* post(api, token, key, content)
+          const resend = yield* postMessages(api, token, [content], key)
           assert.strictEqual(resend.status, 201, resend.text)
           assert.strictEqual(yield* storedCount(cluster.url, content), 1, `${content}: stored once`)
         }

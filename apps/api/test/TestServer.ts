@@ -105,10 +105,15 @@ export const request = (
   server: { readonly baseUrl: string },
   method: string,
   path: string,
-  options: { readonly token?: string | undefined; readonly body?: unknown; readonly rawBody?: string | undefined } = {}
+  options: {
+    readonly token?: string | undefined
+    readonly body?: unknown
+    readonly rawBody?: string | undefined
+    readonly headers?: Readonly<Record<string, string>> | undefined
+  } = {}
 ): Effect.Effect<Reply> =>
   Effect.promise(async () => {
-    const headers: Record<string, string> = {}
+    const headers: Record<string, string> = { ...options.headers }
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`
     let body: string | undefined
     if (options.rawBody !== undefined) body = options.rawBody
@@ -124,6 +129,22 @@ export const request = (
     const millis = performance.now() - startedAt
     const json: unknown = await Promise.resolve(text).then(JSON.parse).catch(() => undefined)
     return { status: response.status, headers: response.headers, text, json, millis }
+  })
+
+/**
+ * `POST …/workspaces/acme/sessions/s1/messages`: one message from `alice` per content, with an `Idempotency-Key`
+ * when `key` is given.
+ */
+export const postMessages = (
+  server: { readonly baseUrl: string },
+  token: string,
+  contents: ReadonlyArray<string>,
+  key?: string
+): Effect.Effect<Reply> =>
+  request(server, "POST", "/v1/workspaces/acme/sessions/s1/messages", {
+    token,
+    body: { messages: contents.map((content) => ({ peer: "alice", content })) },
+    headers: key === undefined ? {} : { "idempotency-key": key }
   })
 
 /** Creates a workspace with the admin token through the API client; returns its token. */

@@ -10,7 +10,7 @@ import { WakeSender } from "@resilience/wake"
 import { Duration, Effect } from "effect"
 import { createServer, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { createWorkspace, start, type TestServer } from "./TestServer.ts"
+import { createWorkspace, postMessages, start } from "./TestServer.ts"
 
 /** A wake target on loopback: `answer` decides what it does with each request; the bodies it got. */
 const target = (answer: (res: ServerResponse) => void) =>
@@ -40,21 +40,6 @@ const target = (answer: (res: ServerResponse) => void) =>
     (t) => Effect.sync(() => t.close())
   )
 
-const post = (api: TestServer, token: string, content: string, key?: string) =>
-  Effect.promise(async () => {
-    const startedAt = performance.now()
-    const response = await fetch(`${api.baseUrl}/v1/workspaces/acme/sessions/s1/messages`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/json",
-        ...(key === undefined ? {} : { "idempotency-key": key })
-      },
-      body: JSON.stringify({ messages: [{ peer: "alice", content }] })
-    })
-    return { status: response.status, text: await response.text(), millis: performance.now() - startedAt }
-  })
-
 /** Waits until the target has received `n` requests (polled: a deadline for a stuck run, not a time to wait out). */
 const received = (t: { readonly bodies: ReadonlyArray<string> }, n: number) =>
   Eventually.until(() => `${n} wakes (${t.bodies.length} so far)`, Effect.sync(() => t.bodies.length >= n), {
@@ -74,16 +59,16 @@ describe("apps/api wakes its deriver", () => {
         const api = yield* start({ url: db.url, schema, wake: yield* settings(deriver.url, schema) })
         const token = yield* createWorkspace(api, "acme")
         assert.deepStrictEqual(deriver.bodies, [], "creating a workspace enqueues nothing")
-        const first = yield* post(api, token, "hello", "k1")
+        const first = yield* postMessages(api, token, ["hello"], "k1")
         assert.strictEqual(first.status, 201, first.text)
         yield* received(deriver, 1)
         assert.deepStrictEqual(deriver.bodies, [JSON.stringify({ schema })])
-        const replay = yield* post(api, token, "hello", "k1")
+        const replay = yield* postMessages(api, token, ["hello"], "k1")
         assert.strictEqual(replay.status, 201, replay.text)
         // an absence has no event to wait for: a window in which a wake would have arrived (one arrives in a few ms)
         yield* Effect.sleep("200 millis")
         assert.strictEqual(deriver.bodies.length, 1, "a replay enqueued nothing: no wake")
-        yield* post(api, token, "again")
+        yield* postMessages(api, token, ["again"])
         yield* received(deriver, 2)
         assert.strictEqual(deriver.bodies.length, 2)
       }).pipe(Effect.scoped))
@@ -99,7 +84,7 @@ describe("apps/api wakes its deriver", () => {
           const api = yield* start({ url: db.url, schema, wake: yield* settings(url, schema, Duration.seconds(3)) })
           const token = yield* createWorkspace(api, "acme")
           for (let i = 0; i < 5; i++) {
-            const reply = yield* post(api, token, `m${i}`)
+            const reply = yield* postMessages(api, token, [`m${i}`])
             assert.strictEqual(reply.status, 201, `${url}: ${reply.text}`)
             // the holding target keeps each request 3 s (the timeout): a 201 that waited for it would show it
             assert.isBelow(reply.millis, 2000, `${url}: ${reply.millis} ms`)

@@ -13,6 +13,13 @@
 export * as History from "./History.ts"
 
 /**
+ * Writes through `@resilience/api-client`: what a client's failure proves, and one message appended and recorded.
+ *
+ * @since 0.1.0
+ */
+export * as ClientWrites from "./ClientWrites.ts"
+
+/**
  * Reconciling a history with the database: the verdict and its table.
  *
  * @since 0.1.0

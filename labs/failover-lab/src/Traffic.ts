@@ -5,8 +5,8 @@
  * sends it (its retries after `Retry-After` with full jitter, within its retry budget). Every HTTP attempt
  * and every write (for the consistency checker) is recorded in a {@link History.History}.
  */
-import { ApiClient, type ClientErrors } from "@resilience/api-client"
-import type { History as Operations } from "@resilience/checker"
+import { ApiClient } from "@resilience/api-client"
+import { ClientWrites } from "@resilience/checker"
 import { Clock, Duration, Effect, Exit, Fiber, FiberSet, Random } from "effect"
 import { HttpClient } from "effect/http"
 import type * as History from "./History.ts"
@@ -50,13 +50,6 @@ const recording = (http: HttpClient.HttpClient, history: History.History): HttpC
       ))
     }))
 
-/**
- * The checker's outcome of a failed write: a 4xx proves nothing was written (`refused`); a 503 the client gave
- * up on, a connection failure or a 5xx may hide a commit (`unknown`).
- */
-const outcomeOf = (error: ClientErrors.ClientError): Operations.Outcome =>
-  error._tag === "ApiUnavailable" || error.status >= 500 ? "unknown" : "refused"
-
 /** Starts the arrivals in the current scope; the writes' ends and attempts go to `history`. */
 export const start = (options: Options, history: History.History) =>
   Effect.gen(function*() {
@@ -89,7 +82,7 @@ export const start = (options: Options, history: History.History) =>
               Effect.sync(() =>
                 history.operations.complete(
                   index,
-                  outcomeOf(error),
+                  ClientWrites.outcomeOf(error),
                   `${error._tag} ${error.status ?? "no answer"}${
                     error._tag === "ApiUnavailable" ? ` ${error.gaveUp}` : ""
                   }`

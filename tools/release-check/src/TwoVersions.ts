@@ -23,12 +23,12 @@
  * @since 0.1.0
  */
 import { ApiClient } from "@resilience/api-client"
-import { Checker, History } from "@resilience/checker"
+import { Checker, ClientWrites, History } from "@resilience/checker"
 import { Classify, DbSession } from "@resilience/db-session"
 import { Domain } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { Data, Effect, Exit, Layer, Option } from "effect"
+import { Data, Effect, Layer } from "effect"
 import type { Scope } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { type ChildProcess, spawn } from "node:child_process"
@@ -288,23 +288,7 @@ export const run = (options: Options): Effect.Effect<void, TwoVersionsFailed, Sc
             peer: `p${n % 4}`,
             content: `${label} message ${n} about lanterns, harbors and tides`
           }
-          return History.record(
-            history,
-            request,
-            client.appendMessages({
-              token,
-              workspace: request.workspace,
-              session: request.session,
-              messages: [{ peer: request.peer, content: request.content }]
-            }),
-            (exit) => {
-              if (Exit.isSuccess(exit)) return "acknowledged"
-              const error = Option.getOrUndefined(Exit.findErrorOption(exit))
-              return error !== undefined && error._tag !== "ApiUnavailable" && error.status < 500
-                ? "refused"
-                : "unknown"
-            }
-          ).pipe(
+          return ClientWrites.append(client, history, token, request).pipe(
             Effect.as("acknowledged"),
             Effect.catch((error) => Effect.succeed(`${error._tag}: ${error.message}`))
           )
