@@ -15,9 +15,10 @@
 import type { Connection, DbError } from "@resilience/db-session"
 import { DbSession } from "@resilience/db-session"
 import { Jitter } from "@resilience/jitter"
-import { SchemaName } from "@resilience/schema"
+import type { SchemaName } from "@resilience/schema"
 import { Data, Duration, Effect } from "effect"
 import { createHash } from "node:crypto"
+import * as Statements from "./internal/statements/Idempotency.ts"
 
 /**
  * The same key was used for a different request within the retention window (answered 422).
@@ -57,8 +58,6 @@ export interface Outcome<A> {
   readonly response: A
 }
 
-const table = (schema: SchemaName.SchemaName) => SchemaName.qualify(schema, "idempotency_keys")
-
 /**
  * Runs `write` once per key, inside the caller's transaction on `connection` (see the module comment):
  * `response` must be JSON (it is recorded as jsonb and answered to duplicates as read back).
@@ -72,24 +71,19 @@ export const once = <A, E, R>(
   write: Effect.Effect<A, E, R>
 ): Effect.Effect<Outcome<A>, E | IdempotencyKeyReused | DbError, R> =>
   Effect.gen(function*() {
-    const claimed = yield* connection.query(
-      `INSERT INTO ${table(schema)} AS k (workspace, key, fingerprint) VALUES ($1, $2, $3)
-       ON CONFLICT (workspace, key) DO UPDATE
-         SET fingerprint = EXCLUDED.fingerprint, response = NULL, created_at = now()
-         WHERE k.created_at < now() - make_interval(secs => $4::float8)
-       RETURNING 1`,
-      [key.workspace, key.key, key.fingerprint, key.retentionSeconds]
-    )
+    const claimed = yield* connection.query(Statements.claimKey(schema), [
+      key.workspace,
+      key.key,
+      key.fingerprint,
+      key.retentionSeconds
+    ])
     if (claimed.length > 0) {
       const response = yield* write
-      yield* connection.query(
-        `UPDATE ${table(schema)} SET response = $3::jsonb WHERE workspace = $1 AND key = $2`,
-        [key.workspace, key.key, JSON.stringify(response)]
-      )
+      yield* connection.query(Statements.recordResponse(schema), [key.workspace, key.key, JSON.stringify(response)])
       return { replayed: false, response }
     }
     const [recorded] = yield* connection.query<{ fingerprint: string; response: string | null }>(
-      `SELECT fingerprint, response::text AS response FROM ${table(schema)} WHERE workspace = $1 AND key = $2`,
+      Statements.selectKey(schema),
       [key.workspace, key.key]
     )
     // The row is visible only once its first request committed, with its response; a row without one (or
@@ -111,15 +105,9 @@ export const prune = (
   retentionSeconds: number,
   limit: number
 ): Effect.Effect<number, DbError, DbSession> =>
-  DbSession.use((db) =>
-    db.query(
-      `DELETE FROM ${table(schema)} WHERE ctid = ANY (ARRAY(
-         SELECT ctid FROM ${table(schema)} WHERE created_at < now() - make_interval(secs => $1::float8)
-         LIMIT $2 FOR UPDATE SKIP LOCKED
-       )) RETURNING 1`,
-      [retentionSeconds, limit]
-    )
-  ).pipe(Effect.map((rows) => rows.length))
+  DbSession.use((db) => db.query(Statements.pruneKeys(schema), [retentionSeconds, limit])).pipe(
+    Effect.map((rows) => rows.length)
+  )
 
 /**
  * The pruning loop of one schema, for the process's lifetime: after a random startup delay, every jittered

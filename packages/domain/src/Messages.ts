@@ -8,9 +8,10 @@ import { DbSession } from "@resilience/db-session"
 import type { Connection, DbError } from "@resilience/db-session"
 import { Enqueue } from "@resilience/deriver"
 import type { Model } from "@resilience/model"
-import { SchemaName } from "@resilience/schema"
+import type { SchemaName } from "@resilience/schema"
 import { Effect } from "effect"
 import * as Idempotency from "./Idempotency.ts"
+import * as Statements from "./internal/statements/Messages.ts"
 import * as Names from "./Names.ts"
 
 /**
@@ -63,11 +64,7 @@ export const store = (
   options: AppendOptions = {}
 ): Effect.Effect<Appended, DbError> =>
   Effect.gen(function*() {
-    yield* connection.query(
-      `INSERT INTO ${SchemaName.qualify(schema, "sessions")} (workspace, name) VALUES ($1, $2)
-       ON CONFLICT DO NOTHING`,
-      [workspace, session]
-    )
+    yield* connection.query(Statements.insertSession(schema), [workspace, session])
     const peers = [...new Set(messages.map((message) => message.peer))]
     const enqueued = yield* Enqueue.enqueue(
       connection,
@@ -83,25 +80,11 @@ export const store = (
     // several peers cannot deadlock) and held until commit: the appends of one (session, peer) commit in the
     // order of their sequence numbers, which the representation task folds by. The last statement of the append
     // (after the enqueue), so that appends of one peer wait on each other for as short a time as possible.
-    const inserted = yield* connection.query<{ n: number }>(
-      `WITH input AS (
-        SELECT m.value ->> 'peer' AS peer, m.value ->> 'content' AS content, m.n
-        FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS m(value, n)
-      ), numbered AS (
-        INSERT INTO ${SchemaName.qualify(schema, "message_seq")} AS s (workspace, session, peer, last_seq)
-        SELECT $1, $2, peer, count(*) FROM input GROUP BY peer ORDER BY peer
-        ON CONFLICT (workspace, session, peer) DO UPDATE SET last_seq = s.last_seq + excluded.last_seq
-        RETURNING peer, last_seq
-      ), inserted AS (
-        INSERT INTO ${SchemaName.qualify(schema, "messages")} (workspace, session, peer, content, seq)
-        SELECT $1, $2, i.peer, i.content,
-          c.last_seq - count(*) OVER (PARTITION BY i.peer) + row_number() OVER (PARTITION BY i.peer ORDER BY i.n)
-        FROM input i JOIN numbered c USING (peer)
-        ORDER BY i.n
-        RETURNING 1
-      ) SELECT count(*)::int AS n FROM inserted`,
-      [workspace, session, JSON.stringify(messages.map(({ content, peer }) => ({ peer, content })))]
-    )
+    const inserted = yield* connection.query<{ n: number }>(Statements.insertMessages(schema), [
+      workspace,
+      session,
+      JSON.stringify(messages.map(({ content, peer }) => ({ peer, content })))
+    ])
     return { stored: inserted[0]?.n ?? 0, enqueued }
   })
 

@@ -6,8 +6,9 @@
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import type { Model } from "@resilience/model"
-import { SchemaName } from "@resilience/schema"
+import type { SchemaName } from "@resilience/schema"
 import { Effect, Option } from "effect"
+import * as Statements from "./internal/statements/Representations.ts"
 
 /**
  * A term and how often the peer used it.
@@ -31,8 +32,6 @@ export type Representation = Model.Representation
  */
 export const topTermCount = 10
 
-const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
-
 /**
  * The representation of `peer` in `workspace`, or none if the deriver has not derived one (yet).
  *
@@ -52,20 +51,7 @@ export const get = (
       last_seen: string
       updated_at: string
       top_terms: string
-    }>(
-      `SELECT r.message_count::float8 AS message_count, r.session_count, ${iso("r.first_seen")} AS first_seen,
-         ${iso("r.last_seen")} AS last_seen, ${iso("r.updated_at")} AS updated_at,
-         coalesce((
-           SELECT jsonb_agg(jsonb_build_object('term', t.term, 'count', t.count) ORDER BY t.count DESC, t.term)
-           FROM (
-             SELECT term, count FROM ${SchemaName.qualify(schema, "peer_terms")}
-             WHERE workspace = $1 AND peer = $2 ORDER BY count DESC, term LIMIT $3
-           ) t
-         ), '[]'::jsonb)::text AS top_terms
-       FROM ${SchemaName.qualify(schema, "peer_representations")} r
-       WHERE r.workspace = $1 AND r.peer = $2`,
-      [workspace, peer, topTermCount]
-    )
+    }>(Statements.selectRepresentation(schema), [workspace, peer, topTermCount])
     const row = rows[0]
     if (row === undefined) return Option.none()
     return Option.some({

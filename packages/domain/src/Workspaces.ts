@@ -6,9 +6,10 @@
 import { DbSession } from "@resilience/db-session"
 import type { DbError } from "@resilience/db-session"
 import type { Model } from "@resilience/model"
-import { SchemaName } from "@resilience/schema"
+import type { SchemaName } from "@resilience/schema"
 import { Effect, Schema } from "effect"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import * as Statements from "./internal/statements/Workspaces.ts"
 
 /**
  * A workspace with this name exists already.
@@ -58,11 +59,7 @@ export const create = (
   Effect.gen(function*() {
     const session = yield* DbSession
     const token = yield* newToken
-    const rows = yield* session.query<{ name: string }>(
-      `INSERT INTO ${SchemaName.qualify(schema, "workspaces")} (name, token_hash) VALUES ($1, $2)
-       ON CONFLICT (name) DO NOTHING RETURNING name`,
-      [name, hashToken(token)]
-    )
+    const rows = yield* session.query<{ name: string }>(Statements.insertWorkspace(schema), [name, hashToken(token)])
     if (rows.length === 0) return yield* new WorkspaceExists({ name })
     return { name, token }
   }).pipe(Effect.withSpan("Workspaces.create", { attributes: { schema, workspace: name } }))
@@ -80,10 +77,7 @@ export const verifyToken = (
 ): Effect.Effect<Verification, DbError, DbSession> =>
   Effect.gen(function*() {
     const session = yield* DbSession
-    const rows = yield* session.query<{ token_hash: string }>(
-      `SELECT token_hash FROM ${SchemaName.qualify(schema, "workspaces")} WHERE name = $1`,
-      [name]
-    )
+    const rows = yield* session.query<{ token_hash: string }>(Statements.selectTokenHash(schema), [name])
     const stored = rows[0]
     if (stored === undefined) return "not-found" as const
     const expected = Buffer.from(stored.token_hash, "hex")
@@ -100,6 +94,6 @@ export const exists = (
   schema: SchemaName.SchemaName,
   name: string
 ): Effect.Effect<boolean, DbError, DbSession> =>
-  DbSession.use((session) =>
-    session.query(`SELECT 1 FROM ${SchemaName.qualify(schema, "workspaces")} WHERE name = $1`, [name])
-  ).pipe(Effect.map((rows) => rows.length > 0))
+  DbSession.use((session) => session.query(Statements.selectWorkspace(schema), [name])).pipe(
+    Effect.map((rows) => rows.length > 0)
+  )
