@@ -23,6 +23,19 @@ const Database = TestDatabase.layerWith((database) =>
 
 const schema = SchemaName.makeUnsafe("tenant_domain")
 
+/** The status of a workspace with nothing in the queue; a test's expected status names what differs from it. */
+const noItems = { pending: 0, inProgress: 0, waiting: 0, dead: 0, processed: 0, errored: 0 }
+
+const queue = SchemaName.qualify(schema, "queue")
+
+/** Inserts queue items of `workspace`: `rows` lists each item's values for the columns named, its payload `$1`. */
+const insertItems = (workspace: string, columns: string, rows: string) =>
+  DbSession.use((db) =>
+    db.query(`INSERT INTO ${queue} (work_unit_key, task_type, payload, ${columns}) VALUES ${rows}`, [
+      JSON.stringify({ workspace })
+    ])
+  )
+
 const runDeriverUntilIdle = Effect.gen(function*() {
   const config = yield* Effect.orDie(DeriverConfig.make({
     workers: 4,
@@ -98,39 +111,21 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
         { peer: "alice", content: "Hiking boots and mountains" }
       ])
       assert.deepStrictEqual(appended, { stored: 3, enqueued: 2 })
-      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "acme"), {
-        pending: 2,
-        inProgress: 0,
-        waiting: 0,
-        dead: 0,
-        processed: 0,
-        errored: 0
-      })
+      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "acme"), { ...noItems, pending: 2 })
       // A message for a workspace that does not exist stores nothing and enqueues nothing.
       const failed = yield* Effect.flip(Messages.append(schema, "ghost", "s1", [{ peer: "x", content: "y" }]))
       assert.strictEqual(failed._tag, "QueryFailed")
-      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "ghost"), {
-        pending: 0,
-        inProgress: 0,
-        waiting: 0,
-        dead: 0,
-        processed: 0,
-        errored: 0
-      })
+      assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "ghost"), noItems)
     }))
 
   it.effect("status counts processed and errored items once each, and keeps them when history is pruned", () =>
     Effect.gen(function*() {
       const db = yield* DbSession
-      const queue = `${schema}.queue`
-      const payload = JSON.stringify({ workspace: "counted" })
       // Inserted already processed (one errored), then three processed by one update, then one updated again.
-      yield* db.query(
-        `INSERT INTO ${queue} (work_unit_key, task_type, payload, processed, error)
-         VALUES ('c', 't', $1::jsonb, true, NULL), ('c', 't', $1::jsonb, true, 'boom'), ('c', 't', $1::jsonb, false, NULL),
-                ('c', 't', $1::jsonb, false, NULL), ('c', 't', $1::jsonb, false, 'boom')`,
-        [payload]
-      )
+      const items =
+        `('c', 't', $1::jsonb, true, NULL), ('c', 't', $1::jsonb, true, 'boom'), ('c', 't', $1::jsonb, false, NULL),
+        ('c', 't', $1::jsonb, false, NULL), ('c', 't', $1::jsonb, false, 'boom')`
+      yield* insertItems("counted", "processed, error", items)
       yield* db.query(
         `UPDATE ${queue} SET processed = true WHERE payload ->> 'workspace' = 'counted' AND NOT processed`
       )
@@ -143,23 +138,15 @@ layer(Database, { excludeTestServices: true })("Domain (PostgreSQL)", (it) => {
 
   it.effect("status counts items waiting for their time and dead letters apart from the pending ones", () =>
     Effect.gen(function*() {
-      const db = yield* DbSession
-      const queue = `${schema}.queue`
-      const payload = JSON.stringify({ workspace: "timed" })
       // one due at once, one whose retry time passed, one waiting for its retry, one dead letter
-      yield* db.query(
-        `INSERT INTO ${queue} (work_unit_key, task_type, payload, run_at, dead_at, attempts)
-         VALUES ('a', 't', $1::jsonb, NULL, NULL, 0), ('b', 't', $1::jsonb, now() - interval '1 minute', NULL, 1),
-                ('c', 't', $1::jsonb, now() + interval '1 hour', NULL, 2), ('d', 't', $1::jsonb, 'infinity', now(), 15)`,
-        [payload]
-      )
+      const items = `('a', 't', $1::jsonb, NULL, NULL, 0), ('b', 't', $1::jsonb, now() - interval '1 minute', NULL, 1),
+        ('c', 't', $1::jsonb, now() + interval '1 hour', NULL, 2), ('d', 't', $1::jsonb, 'infinity', now(), 15)`
+      yield* insertItems("timed", "run_at, dead_at, attempts", items)
       assert.deepStrictEqual(yield* QueueStatus.forWorkspace(schema, "timed"), {
+        ...noItems,
         pending: 2,
-        inProgress: 0,
         waiting: 1,
-        dead: 1,
-        processed: 0,
-        errored: 0
+        dead: 1
       })
     }))
 
