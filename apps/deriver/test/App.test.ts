@@ -12,25 +12,16 @@
 import { assert, layer } from "@effect/vitest"
 import { Checker, History } from "@resilience/checker"
 import { DbSession } from "@resilience/db-session"
-import { Domain, Messages, Representations, Workspaces } from "@resilience/domain"
+import { Messages, Representations } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
-import { CountingProxy, EntryPoint, Eventually, TestDatabase } from "@resilience/test-db"
-import { Effect, Layer, Option, References } from "effect"
+import { CountingProxy, EntryPoint, Eventually, TestDatabase, TestSession } from "@resilience/test-db"
+import { Effect, Option } from "effect"
+import { tenant } from "./support.ts"
 
 const main = "apps/deriver/src/main.ts"
 
-const Database = TestDatabase.layerWith((database) =>
-  DbSession.layer({
-    url: database.url,
-    connectTimeout: "2 seconds",
-    poolClass: "queue",
-    poolSize: 4,
-    driver: "pg"
-  })
-).pipe(
-  Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error"))
-)
+const Database = TestSession.layer({ poolSize: 4 })
 
 /**
  * The deriver's entry point with `env` (and the run's compile cache); killed when the test's scope closes if it
@@ -79,9 +70,7 @@ layer(Database, { excludeTestServices: true, timeout: "180 seconds" })("apps/der
   it.effect("SIGTERM while units are in flight: exits within the grace period, nothing lost, no ownership row", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const schema = SchemaName.makeUnsafe("app_tenant")
-      yield* Domain.migrate(schema)
-      yield* Workspaces.create(schema, "acme")
+      const schema = yield* tenant("app_tenant")
       const sessions = 12
       const peers = ["alice", "bob", "carol"]
       const perPeer = 50

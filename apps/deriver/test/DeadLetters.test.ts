@@ -6,13 +6,11 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { QueueSchema } from "@resilience/deriver"
 import { Migrator, SchemaName } from "@resilience/schema"
-import { EntryPoint, TestDatabase } from "@resilience/test-db"
-import { Effect, Layer, References } from "effect"
+import { EntryPoint, TestDatabase, TestSession } from "@resilience/test-db"
+import { Effect } from "effect"
 import { execFile } from "node:child_process"
 
-const Database = TestDatabase.layerWith((database) =>
-  DbSession.layer({ url: database.url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 2, driver: "pg" })
-).pipe(Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")))
+const Database = TestSession.layer({ poolSize: 2 })
 
 /** Runs the command with `args`; its exit code and output. */
 const command = (url: string, schema: string, args: ReadonlyArray<string>) =>

@@ -5,15 +5,14 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
-import { Domain, Messages, Workspaces } from "@resilience/domain"
+import { Messages } from "@resilience/domain"
 import { Cluster } from "@resilience/local-postgres"
 import { SchemaName } from "@resilience/schema"
-import { EntryPoint, Eventually, TestDatabase } from "@resilience/test-db"
-import { Effect, Layer, References } from "effect"
+import { EntryPoint, Eventually, TestDatabase, TestSession } from "@resilience/test-db"
+import { Effect } from "effect"
+import { tenant } from "./support.ts"
 
-const Database = TestDatabase.layerWith((database) =>
-  DbSession.layer({ url: database.url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 2, driver: "pg" })
-).pipe(Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")))
+const Database = TestSession.layer({ poolSize: 2 })
 
 const wake = (port: number, body: string) =>
   Effect.promise(async () => {
@@ -45,9 +44,7 @@ layer(Database, { excludeTestServices: true, timeout: "120 seconds" })("apps/der
   it.effect("400 names the field, 404 another schema, 413 a large body; a wake makes the idle deriver poll now", () =>
     Effect.gen(function*() {
       const database = yield* TestDatabase
-      const schema = SchemaName.makeUnsafe("wake_tenant")
-      yield* Domain.migrate(schema)
-      yield* Workspaces.create(schema, "acme")
+      const schema = yield* tenant("wake_tenant")
       const port = yield* Cluster.freePort
       const deriver = yield* EntryPoint.start("apps/deriver/src/main.ts", {
         ...EntryPoint.compileCache,

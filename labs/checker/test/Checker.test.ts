@@ -5,13 +5,11 @@ import { Deriver, DeriverConfig, Handlers, Queue } from "@resilience/deriver"
 import type { Queue as QueueItem } from "@resilience/deriver"
 import { Domain, Messages, RepresentationTask, Terms, Workspaces } from "@resilience/domain"
 import { SchemaName } from "@resilience/schema"
-import { TestDatabase } from "@resilience/test-db"
-import { Effect, Exit, Layer, References } from "effect"
+import { TestSession } from "@resilience/test-db"
+import { Effect, Exit } from "effect"
 import { Checker, History } from "../src/index.ts"
 
-const Database = TestDatabase.layerWith((database) =>
-  DbSession.layer({ url: database.url, connectTimeout: "2 seconds", poolClass: "queue", poolSize: 12, driver: "pg" })
-).pipe(Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")))
+const Database = TestSession.layer()
 
 const words = ["apples", "rivers", "mountains", "violins", "lanterns", "copper", "meadows", "harbors"]
 

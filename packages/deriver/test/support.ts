@@ -5,26 +5,15 @@
 import { DbSession } from "@resilience/db-session"
 import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
-import { TestDatabase } from "@resilience/test-db"
-import { Effect, Layer, References } from "effect"
+import { type TestDatabase, TestSession } from "@resilience/test-db"
+import { Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 /** A session on a fresh database of the shared test server (in-process pool, for speed). */
-export const Database: Layer.Layer<DbSession | TestDatabase> = TestDatabase.layerWith((database) =>
-  DbSession.layer({
-    url: database.url,
-    connectTimeout: "2 seconds",
-    poolClass: "queue",
-    poolSize: 12,
-    driver: "pg",
-    applicationName: "deriver-test"
-  })
-).pipe(
-  Layer.provideMerge(Layer.succeed(References.MinimumLogLevel, "Error")),
-  Layer.orDie
-)
+export const Database: Layer.Layer<DbSession | TestDatabase> = TestSession.layer({ applicationName: "deriver-test" })
+  .pipe(Layer.orDie)
 
 /** A new, migrated schema with a random name. */
 export const freshSchema = Effect.gen(function*() {
