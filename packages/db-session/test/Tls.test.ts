@@ -119,24 +119,43 @@ layer(TlsServer.layer, { excludeTestServices: true, timeout: "120 seconds" })("T
           misconfigured(yield* connect(refused, cluster.url), "28000", ["no encryption"])
         }))
 
-      it.effect("require: encrypted, the certificate not verified", () =>
-        Effect.gen(function*() {
-          const { cluster } = yield* TlsServer
-          assert.strictEqual(yield* connect(encrypted, at(cluster.url, "127.0.0.1", { sslmode: "require" })), true)
-        }))
-
-      it.effect(`prefer: encrypted (${driver === "pg" ? "as require" : "the server offers TLS"})`, () =>
-        Effect.gen(function*() {
-          const { cluster } = yield* TlsServer
-          assert.strictEqual(yield* connect(encrypted, at(cluster.url, "127.0.0.1", { sslmode: "prefer" })), true)
-        }))
-
-      it.effect("verify-ca with the CA: ready, whatever the host name (127.0.0.1 is not in the certificate)", () =>
-        Effect.gen(function*() {
-          const { certificates, cluster } = yield* TlsServer
-          const url = at(cluster.url, "127.0.0.1", { sslmode: "verify-ca", sslrootcert: certificates.caFile })
-          assert.strictEqual(yield* connect(encrypted, url), true)
-        }))
+      /** Settings under which a connection is encrypted: the URL's host, its `sslmode`, whether it names the CA. */
+      const encryptedUnder: ReadonlyArray<
+        { readonly name: string; readonly host: string; readonly sslmode: Tls.SslMode; readonly withCa: boolean }
+      > = [
+        {
+          name: "require: encrypted, the certificate not verified",
+          host: "127.0.0.1",
+          sslmode: "require",
+          withCa: false
+        },
+        {
+          name: `prefer: encrypted (${driver === "pg" ? "as require" : "the server offers TLS"})`,
+          host: "127.0.0.1",
+          sslmode: "prefer",
+          withCa: false
+        },
+        {
+          name: "verify-ca with the CA: ready, whatever the host name (127.0.0.1 is not in the certificate)",
+          host: "127.0.0.1",
+          sslmode: "verify-ca",
+          withCa: true
+        },
+        {
+          name: "verify-full with the CA and a host the certificate names (localhost): ready",
+          host: "localhost",
+          sslmode: "verify-full",
+          withCa: true
+        }
+      ]
+      for (const { host, name, sslmode, withCa } of encryptedUnder) {
+        it.effect(name, () =>
+          Effect.gen(function*() {
+            const { certificates, cluster } = yield* TlsServer
+            const query = withCa ? { sslmode, sslrootcert: certificates.caFile } : { sslmode }
+            assert.strictEqual(yield* connect(encrypted, at(cluster.url, host, query)), true)
+          }))
+      }
 
       it.effect("require with the CA verifies the chain, as libpq does", () =>
         Effect.gen(function*() {
@@ -148,13 +167,6 @@ layer(TlsServer.layer, { excludeTestServices: true, timeout: "120 seconds" })("T
             yield* connect(refused, at(cluster.url, "127.0.0.1", { sslmode: "require", sslrootcert: other.caFile })),
             "verify-ca"
           )
-        }))
-
-      it.effect("verify-full with the CA and a host the certificate names (localhost): ready", () =>
-        Effect.gen(function*() {
-          const { certificates, cluster } = yield* TlsServer
-          const url = at(cluster.url, "localhost", { sslmode: "verify-full", sslrootcert: certificates.caFile })
-          assert.strictEqual(yield* connect(encrypted, url), true)
         }))
 
       it.effect("verify-full with the CA and a host the certificate does not name: misconfigured, names the host", () =>
