@@ -10,7 +10,7 @@ import type { Driver } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
 import { Cluster, Saturation } from "@resilience/local-postgres"
 import { CountingProxy, Eventually } from "@resilience/test-db"
-import { Context, Effect, Exit, Fiber, Latch, Layer, Ref } from "effect"
+import { Context, Effect, Exit, Fiber, Latch, Layer, Ref, type Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as CheckoutGate from "../src/internal/CheckoutGate.ts"
 
@@ -270,8 +270,8 @@ describe("CheckoutGate (TestClock)", () => {
 })
 
 /**
- * A 6-connection server, a session of `poolClass` reaching it through a counting proxy, and a gate for 3
- * checkouts whose windows are a minute long (nothing probes within a test).
+ * A 6-connection server, a session of `poolClass` reaching it through a counting proxy (`direct`), a gate for 3
+ * checkouts whose windows are a minute long (nothing probes within a test), and the session through that gate.
  */
 const gated = (poolClass: "null" | "queue", poolSize: number) =>
   Effect.gen(function*() {
@@ -289,19 +289,28 @@ const gated = (poolClass: "null" | "queue", poolSize: number) =>
       maxLimit: 3,
       backoff: { ...backoff, baseMillis: 60_000, maxMillis: 60_000 }
     })
-    return { cluster, proxy, context, gate }
+    const direct = Context.get(context, DbSession)
+    return { cluster, proxy, direct, gate, gatedSession: CheckoutGate.session(gate, direct) }
   })
 
+/** A live test on {@link gated}'s server, proxy, sessions and gate, with two minutes for the real servers' work. */
+const onGated = <E>(
+  name: string,
+  poolClass: "null" | "queue",
+  poolSize: number,
+  body: (setup: Effect.Success<ReturnType<typeof gated>>) => Effect.Effect<void, E, Scope.Scope>
+) => it.live(name, () => gated(poolClass, poolSize).pipe(Effect.flatMap(body), Effect.scoped), 120_000)
+
 describe("CheckoutGate.session against real PostgreSQL (attempts counted at a proxy)", () => {
-  it.live(
+  onGated(
     "a handler's checkouts through DbSession go through the gate: once it trips, they wait instead of knocking",
-    () =>
+    "null",
+    1,
+    ({ cluster, direct, gate, gatedSession, proxy }) =>
       Effect.gen(function*() {
-        const { cluster, context, gate, proxy } = yield* gated("null", 1)
-        const handlerSession = CheckoutGate.session(gate, Context.get(context, DbSession))
         // What a handler does: use the DbSession in its context.
         const handler = DbSession.use((db) => db.query("SELECT 1"))
-        const asHandler = Effect.provideService(handler, DbSession, handlerSession)
+        const asHandler = Effect.provideService(handler, DbSession, gatedSession)
         yield* Effect.scoped(Effect.gen(function*() {
           yield* Effect.orDie(Saturation.hold(cluster.url))
           const before = yield* proxy.attempts
@@ -320,22 +329,21 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
         // Released: the poll's early probe closes the circuit, and handlers run again, one attempt each.
         assert.isTrue(
           Exit.isSuccess(
-            yield* Effect.exit(gate.runNow(Context.get(context, DbSession).query("SELECT 1"), { early: true }))
+            yield* Effect.exit(gate.runNow(direct.query("SELECT 1"), { early: true }))
           )
         )
         const before = yield* proxy.attempts
         yield* Effect.all(Array.from({ length: 3 }, () => asHandler), { concurrency: 3 })
         assert.strictEqual((yield* proxy.attempts) - before, 3)
-      }).pipe(Effect.scoped),
-    120_000
+      })
   )
 
-  it.live(
+  onGated(
     "an in-process pool keeps working on the connection it has while its new connections wait for the circuit",
-    () =>
+    "queue",
+    3,
+    ({ cluster, gate, gatedSession: db, proxy }) =>
       Effect.gen(function*() {
-        const { cluster, context, gate, proxy } = yield* gated("queue", 3)
-        const db = CheckoutGate.session(gate, Context.get(context, DbSession))
         // a checkout that keeps its connection busy until `done` opens
         const hold = (done: Latch.Latch) => db.withConnection((c) => Effect.andThen(c.query("SELECT 1"), done.await))
         yield* db.query("SELECT 1") // the pool keeps this connection
@@ -367,7 +375,6 @@ describe("CheckoutGate.session against real PostgreSQL (attempts counted at a pr
         yield* Effect.sleep("600 millis")
         assert.strictEqual((yield* proxy.attempts) - before, 2, "no attempt within the window")
         yield* Fiber.interrupt(pair)
-      }).pipe(Effect.scoped),
-    120_000
+      })
   )
 })

@@ -61,39 +61,41 @@ describe("DeriverConfig", () => {
       assert.strictEqual(value.overload.recoveryMillis, 10_000)
     }))
 
-  /** A variable, its bad value, words the error must say, and the other variables set alongside. */
-  const invalid: ReadonlyArray<readonly [string, string, string, Record<string, string>?]> = [
-    ["DERIVER_POLLING_JITTER_RATIO", "1.5", "[0, 1]"],
-    ["DERIVER_POLLING_JITTER_RATIO", "-0.1", "[0, 1]"],
-    ["DERIVER_WORKERS", "0", ">= 1"],
-    ["DERIVER_WORKERS", "2.5", "integer"],
-    ["DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", "0", "> 0"],
-    ["DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS", "2", ">= DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", {
+  /**
+   * Per variable, its bad values: each with words the error must say (none beyond the name for a value that does
+   * not parse), and the other variables set alongside.
+   */
+  const invalid: Record<string, ReadonlyArray<readonly [string, string, Record<string, string>?]>> = {
+    DERIVER_POLLING_JITTER_RATIO: [["1.5", "[0, 1]"], ["-0.1", "[0, 1]"]],
+    DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: [["0", "> 0"]],
+    DERIVER_POLLING_BACKOFF_MULTIPLIER: [["0.5", ">= 1"]],
+    DERIVER_POLLING_STARTUP_JITTER_SECONDS: [["-1", ">= 0"]],
+    DERIVER_STALE_SESSION_TIMEOUT_MINUTES: [["0", "> 0"]],
+    DERIVER_WORKERS: [["0", ">= 1"], ["2.5", "integer"], ["many", ""]],
+    DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS: [["-5", "> 0"]],
+    DERIVER_OVERLOAD_SLOW_POLL_SECONDS: [["0", "> 0"]],
+    DERIVER_OVERLOAD_RECOVERY_SECONDS: [["0", "> 0"]],
+    DERIVER_HISTORY_RETENTION_HOURS: [["0", "> 0"]],
+    DERIVER_CLAIM_TIMEOUT_SECONDS: [["0", "> 0"]],
+    DERIVER_POLLING_BACKOFF_ENABLED: [["maybe", ""]],
+    DERIVER_OVERLOAD_ENABLED: [["maybe", ""]],
+    DERIVER_POLLING_INITIAL_INTERVAL: [["middle", "base or max"]],
+    DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS: [["2", ">= DERIVER_POLLING_SLEEP_INTERVAL_SECONDS", {
       DERIVER_POLLING_SLEEP_INTERVAL_SECONDS: "5"
-    }],
-    ["DERIVER_POLLING_BACKOFF_MULTIPLIER", "0.5", ">= 1"],
-    ["DERIVER_POLLING_STARTUP_JITTER_SECONDS", "-1", ">= 0"],
-    ["DERIVER_STALE_SESSION_TIMEOUT_MINUTES", "0", "> 0"],
-    ["DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS", "-5", "> 0"],
-    ["DERIVER_WORKERS", "many", ""],
-    ["DERIVER_POLLING_BACKOFF_ENABLED", "maybe", ""],
-    ["DERIVER_OVERLOAD_ENABLED", "maybe", ""],
-    ["DERIVER_POLLING_INITIAL_INTERVAL", "middle", "base or max"],
-    ["DERIVER_OVERLOAD_SLOW_POLL_SECONDS", "0", "> 0"],
-    ["DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS", "20", ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"],
-    ["DERIVER_OVERLOAD_RECOVERY_SECONDS", "0", "> 0"],
-    ["DERIVER_HISTORY_RETENTION_HOURS", "0", "> 0"],
-    ["DERIVER_CLAIM_TIMEOUT_SECONDS", "0", "> 0"]
-  ]
-  for (const [variable, value, allowed, others] of invalid) {
-    const env = { ...others, [variable]: value }
-    it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>
-      Effect.gen(function*() {
-        const exit = yield* read(env)
-        assert.isTrue(Exit.isFailure(exit))
-        const message = String(exit)
-        assert.include(message, variable)
-        assert.include(message, allowed)
-      }))
+    }]],
+    DERIVER_OVERLOAD_MAX_INTERVAL_SECONDS: [["20", ">= DERIVER_POLLING_SLEEP_MAX_INTERVAL_SECONDS (30)"]]
+  }
+  for (const [variable, bad] of Object.entries(invalid)) {
+    for (const [value, allowed, others] of bad) {
+      const env = { ...others, [variable]: value }
+      it.effect(`rejects ${JSON.stringify(env)} naming ${variable}`, () =>
+        Effect.gen(function*() {
+          const exit = yield* read(env)
+          assert.isTrue(Exit.isFailure(exit))
+          const message = String(exit)
+          assert.include(message, variable)
+          assert.include(message, allowed)
+        }))
+    }
   }
 })

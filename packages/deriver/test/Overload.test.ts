@@ -27,6 +27,29 @@ const doubling = (n: number, capMillis: number) =>
 const repeat = (n: number, poll: readonly [Scheduling.Outcome, Overload.Signal]) =>
   Array.from({ length: n }, () => poll)
 
+/** `Overload.decide` with the suite's settings and the backoff at `ratio`. */
+const decide = (ratio: number, input: Omit<Overload.DecideInput, "settings" | "backoff">) =>
+  Overload.decide({ settings, backoff: backoff(ratio), ...input })
+
+/**
+ * A loop's two states, from the initial ones: `poll` decides one poll (its outcome and signal, the time, the draw)
+ * and carries the decision's states to the next.
+ */
+const loop = (ratio: number) => {
+  let schedule = Scheduling.initialState(backoff(ratio), "base")
+  let overload = Overload.initial
+  return {
+    schedule: () => schedule,
+    overload: () => overload,
+    poll: (outcome: Scheduling.Outcome, signal: Overload.Signal, nowMillis: number, u: number) => {
+      const decision = decide(ratio, { schedule, overload, outcome, signal, nowMillis, u })
+      schedule = decision.schedule
+      overload = decision.overload
+      return decision
+    }
+  }
+}
+
 /**
  * Runs a sequence of (outcome, signal) polls from the initial states, each taking `pollMillis` and followed by
  * its sleep on a clock; returns the sleeps, the floors in force and the times of the decisions.
@@ -37,28 +60,16 @@ const replay = (
   draws: (i: number) => number = () => 0.5,
   pollMillis = 10
 ) => {
-  let schedule = Scheduling.initialState(backoff(ratio), "base")
-  let overload = Overload.initial
+  const polling = loop(ratio)
   let now = 0
   const sleeps: Array<number> = []
   const floors: Array<number> = []
   const times: Array<number> = []
   polls.forEach(([outcome, signal], i) => {
     now += pollMillis
-    const decision = Overload.decide({
-      settings,
-      backoff: backoff(ratio),
-      schedule,
-      overload,
-      outcome,
-      signal,
-      nowMillis: now,
-      u: draws(i)
-    })
+    const decision = polling.poll(outcome, signal, now, draws(i))
     sleeps.push(decision.sleepMillis)
     times.push(now)
-    schedule = decision.schedule
-    overload = decision.overload
     floors.push(decision.floorMillis)
     now += decision.sleepMillis
   })
@@ -126,32 +137,20 @@ describe("Overload (pure)", () => {
           { maxLength: 40 }
         ),
         (ratio, polls) => {
-          let state = Scheduling.initialState(backoff(ratio), "base")
-          let overload = Overload.initial
+          const polling = loop(ratio)
           let now = 0
           for (const [outcome, signal, u] of polls) {
             assert.strictEqual(
               Overload.needsDraw(outcome, signal, backoff(ratio)),
               Scheduling.needsDraw(outcome, backoff(ratio))
             )
-            const expected = Scheduling.decide(backoff(ratio), state, outcome, u)
-            const actual = Overload.decide({
-              settings,
-              backoff: backoff(ratio),
-              schedule: state,
-              overload,
-              outcome,
-              signal,
-              nowMillis: now,
-              u
-            })
+            const expected = Scheduling.decide(backoff(ratio), polling.schedule(), outcome, u)
+            const actual = polling.poll(outcome, signal, now, u)
             now += actual.sleepMillis + 7
             assert.strictEqual(actual.sleepMillis, expected.sleepMillis)
             assert.deepStrictEqual(actual.schedule, expected.state)
             assert.deepStrictEqual(actual.overload, Overload.initial)
             assert.strictEqual(actual.wakeable, outcome === "busy")
-            state = expected.state
-            overload = actual.overload
           }
         }
       )
@@ -181,44 +180,26 @@ describe("Overload (pure)", () => {
   })
 
   it("under the floor a claim that was fast is followed by the next poll at once; a busy loop wakes on a free worker", () => {
-    const overloaded: Overload.State = { floorMillis: 300_000, healthySinceMillis: Infinity }
-    const claimed = Overload.decide({
-      settings,
-      backoff: backoff(0.5),
-      schedule: { currentMillis: 30_000 },
-      overload: overloaded,
-      outcome: "claimed",
-      signal: "fast",
-      nowMillis: 0,
-      u: 0
-    })
+    /** A decision at ratio 0.5, draw 0, from the schedule at `currentMillis` under a holding 300 s floor. */
+    const underFloor = (currentMillis: number, outcome: Scheduling.Outcome, signal: Overload.Signal) =>
+      decide(0.5, {
+        schedule: { currentMillis },
+        overload: { floorMillis: 300_000, healthySinceMillis: Infinity },
+        outcome,
+        signal,
+        nowMillis: 0,
+        u: 0
+      })
+    const claimed = underFloor(30_000, "claimed", "fast")
     assert.strictEqual(claimed.sleepMillis, 0)
     assert.deepStrictEqual(claimed.schedule, { currentMillis: 1000 })
-    const busy = Overload.decide({
-      settings,
-      backoff: backoff(0.5),
-      schedule: { currentMillis: 1000 },
-      overload: overloaded,
-      outcome: "busy",
-      signal: "none",
-      nowMillis: 0,
-      u: 0
-    })
+    const busy = underFloor(1000, "busy", "none")
     assert.isTrue(busy.wakeable)
     assert.strictEqual(busy.sleepMillis, 500, "the jittered base, not the floor")
     assert.isFalse(Overload.needsDraw("claimed", "fast", backoff(0.5)))
     assert.isTrue(Overload.needsDraw("claimed", "slow", backoff(0.5)))
     // Time-driven polls under a holding floor wait it out (a failure that teaches nothing leaves it holding).
-    const failed = Overload.decide({
-      settings,
-      backoff: backoff(0.5),
-      schedule: { currentMillis: 1000 },
-      overload: overloaded,
-      outcome: "error",
-      signal: "none",
-      nowMillis: 0,
-      u: 0
-    })
+    const failed = underFloor(1000, "error", "none")
     assert.strictEqual(failed.sleepMillis, 150_000)
     assert.isFalse(failed.wakeable)
   })
@@ -239,38 +220,15 @@ describe("Overload (pure)", () => {
         ),
         (ratio, slowPolls, polls) => {
           // Overloaded first: `slowPolls` slow empty polls.
-          let schedule = Scheduling.initialState(backoff(ratio), "base")
-          let overload = Overload.initial
+          const polling = loop(ratio)
           let now = 0
-          for (let i = 0; i < slowPolls; i++) {
-            const decision = Overload.decide({
-              settings,
-              backoff: backoff(ratio),
-              schedule,
-              overload,
-              outcome: "empty",
-              signal: "slow",
-              nowMillis: now,
-              u: 0.5
-            })
-            schedule = decision.schedule
-            overload = decision.overload
-            now += decision.sleepMillis + 2500
-          }
-          const floorAtSignal = overload.floorMillis
+          for (let i = 0; i < slowPolls; i++) now += polling.poll("empty", "slow", now, 0.5).sleepMillis + 2500
+          const floorAtSignal = polling.overload().floorMillis
           let healthySince: number | undefined
           let previousFloor = floorAtSignal
           for (const [outcome, signal, u, pollMillis] of polls) {
-            const decision = Overload.decide({
-              settings,
-              backoff: backoff(ratio),
-              schedule,
-              overload,
-              outcome,
-              signal,
-              nowMillis: now,
-              u
-            })
+            const schedule = polling.schedule()
+            const decision = polling.poll(outcome, signal, now, u)
             if (healthySince === undefined && Overload.isHealthySignal(signal)) healthySince = now
             if (healthySince !== undefined) {
               const end = healthySince + 30_000 * (floorAtSignal / 300_000)
@@ -287,8 +245,6 @@ describe("Overload (pure)", () => {
               assert.strictEqual(decision.floorMillis, floorAtSignal, "holds until a healthy poll")
             }
             previousFloor = decision.floorMillis
-            schedule = decision.schedule
-            overload = decision.overload
             now += pollMillis + decision.sleepMillis
           }
         }
@@ -330,9 +286,7 @@ describe("Overload (pure)", () => {
         fc.integer({ min: 0, max: 300_000 }),
         Arbitraries.sleepingOutcome,
         (ratio, u, current, floor, outcome) => {
-          const { sleepMillis } = Overload.decide({
-            settings,
-            backoff: backoff(ratio),
+          const { sleepMillis } = decide(ratio, {
             schedule: { currentMillis: current },
             overload: { floorMillis: floor, healthySinceMillis: Infinity },
             outcome,

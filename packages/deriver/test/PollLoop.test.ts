@@ -188,7 +188,7 @@ describe("PollLoop scheduling (TestClock, seeded Random)", () => {
         process: (unit) =>
           Effect.gen(function*() {
             starts.push([unit, yield* Clock.currentTimeMillis])
-            yield* Effect.sleep("5 millis")
+            yield* Effect.sleep("5 millis") // the scenario: a unit that takes 5 ms (on the test clock)
           })
       })
       // t=0: claimed unit-a, then busy: a jittered base sleep (500–1500 ms) is pending.
@@ -336,7 +336,7 @@ describe("PollLoop prefetch", () => {
         process: (unit) =>
           Effect.flatMap(Clock.currentTimeMillis, (now) => {
             starts.push([unit, now])
-            return Effect.sleep("100 millis")
+            return Effect.sleep("100 millis") // the scenario: the unit's work, on the test clock
           }),
         releaseAll: Effect.void
       }, {
@@ -390,40 +390,57 @@ describe("PollLoop claim along", () => {
     cleanupIntervalMillis: 60_000,
     shutdownGraceMillis: 1000
   }
+  /** Overload settings under which a claim along of over 50 ms is slow. */
+  const slowAlong = { slowPollMillis: 50, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 }
+
+  /**
+   * A loop with `claimAlong` on (one worker unless `options` say otherwise) whose poll number i returns what
+   * `poll(i, limit)` does; each unit takes 100 ms (on the test clock), then its record claims along what
+   * `along(unit, n)` returns when the loop lets it claim `n`. Returns the loop, the record's claims along (unit, n),
+   * the units' starts (unit, time) and the number of polls.
+   */
+  const claimingAlong = (source: {
+    readonly poll: (index: number, limit: number) => Effect.Effect<ReadonlyArray<string>, string>
+    readonly along: (unit: string, n: number) => Effect.Effect<ReadonlyArray<string>>
+    readonly capacity?: () => Effect.Effect<number>
+    readonly options?: Partial<PollLoop.Options>
+  }) =>
+    Effect.gen(function*() {
+      const alongs: Array<readonly [string, number]> = []
+      const starts: Array<readonly [string, number]> = []
+      let polls = 0
+      const loop = yield* PollLoop.start({
+        key: unitKey,
+        poll: (limit) => Effect.suspend(() => source.poll(polls++, limit)),
+        process: (unit, along) =>
+          Effect.gen(function*() {
+            starts.push([unit, yield* Clock.currentTimeMillis])
+            yield* Effect.sleep("100 millis") // the scenario: the unit's work, on the test clock
+            return yield* along((n) => Effect.suspend(() => (alongs.push([unit, n]), source.along(unit, n))))
+          }),
+        releaseAll: Effect.void,
+        ...(source.capacity === undefined ? {} : { capacity: source.capacity })
+      }, { ...oneWorkerAlong, ...source.options })
+      return { alongs, loop, polls: () => polls, starts }
+    })
 
   /**
    * `workers` workers, `claimAlong` on; the poll follows `script`; each unit takes 100 ms and, when the loop lets
    * it (`along` > 0), claims the next of u0…u5 that no one has taken, as the record statement would.
    */
   const alongLoop = (script: (index: number, limit: number) => Step, workers = 1) =>
-    Effect.gen(function*() {
-      const alongs: Array<readonly [string, number]> = []
-      const starts: Array<readonly [string, number]> = []
-      let polls = 0
+    Effect.suspend(() => {
       let next = 0
       const take = (n: number) => Array.from({ length: Math.max(0, Math.min(n, 6 - next)) }, () => `u${next++}`)
-      const loop = yield* PollLoop.start({
-        key: unitKey,
-        poll: (limit) =>
-          Effect.suspend(() => {
-            const step = script(polls++, limit)
-            if (step === "error") return Effect.fail("database unavailable")
-            return Effect.succeed(step === "empty" ? [] : take(step.length))
-          }),
-        process: (unit, along) =>
-          Effect.gen(function*() {
-            starts.push([unit, yield* Clock.currentTimeMillis])
-            yield* Effect.sleep("100 millis")
-            return yield* along((n) =>
-              Effect.sync(() => {
-                alongs.push([unit, n])
-                return take(n)
-              })
-            )
-          }),
-        releaseAll: Effect.void
-      }, { ...oneWorkerAlong, workers })
-      return { alongs, loop, polls: () => polls, starts }
+      return claimingAlong({
+        poll: (index, limit) => {
+          const step = script(index, limit)
+          if (step === "error") return Effect.fail("database unavailable")
+          return Effect.succeed(step === "empty" ? [] : take(step.length))
+        },
+        along: (_unit, n) => Effect.sync(() => take(n)),
+        options: { workers }
+      })
     })
 
   it.effect("a worker that finishes takes the unit its record claimed at once, with no poll in between", () =>
@@ -449,7 +466,7 @@ describe("PollLoop claim along", () => {
         process: (unit, along) =>
           Effect.gen(function*() {
             runs++
-            yield* Effect.sleep("100 millis")
+            yield* Effect.sleep("100 millis") // the scenario: the unit's work, on the test clock
             if (loop !== undefined) heldDuring.push(yield* loop.held)
             return yield* along((n) => Effect.succeed(runs === 1 && n > 0 ? [unit] : []))
           }),
@@ -474,26 +491,16 @@ describe("PollLoop claim along", () => {
   it.effect("no claim along beyond the source's capacity (the checkout gate's limit)", () =>
     Effect.gen(function*() {
       let room = 1
-      let polls = 0
-      const alongs: Array<readonly [string, number]> = []
-      const loop = yield* PollLoop.start({
-        key: unitKey,
-        poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : []),
-        process: (unit, along) =>
-          Effect.gen(function*() {
-            yield* Effect.sleep("100 millis")
-            return yield* along((n) =>
-              Effect.sync(() => {
-                alongs.push([unit, n])
-                if (unit !== "u0") return []
-                room = 0 // the gate's limit fell while u0 ran: u1, claimed along, is the last
-                return n > 0 ? ["u1"] : []
-              })
-            )
+      const { alongs, loop } = yield* claimingAlong({
+        poll: (index) => Effect.succeed(index === 0 ? ["u0"] : []),
+        along: (unit, n) =>
+          Effect.sync(() => {
+            if (unit !== "u0") return []
+            room = 0 // the gate's limit fell while u0 ran: u1, claimed along, is the last
+            return n > 0 ? ["u1"] : []
           }),
-        releaseAll: Effect.void,
         capacity: () => Effect.succeed(room)
-      }, oneWorkerAlong)
+      })
       yield* TestClock.adjust("100 millis")
       yield* TestClock.adjust("100 millis")
       assert.deepStrictEqual(alongs, [["u0", 1], ["u1", 0]])
@@ -502,27 +509,14 @@ describe("PollLoop claim along", () => {
 
   it.effect("a slow claim along pauses claiming along until the poller's next claim succeeds", () =>
     Effect.gen(function*() {
-      const alongs: Array<readonly [string, number]> = []
-      let polls = 0
-      const loop = yield* PollLoop.start({
-        key: unitKey,
-        poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : polls === 2 ? ["u2"] : []),
-        process: (unit, along) =>
-          Effect.gen(function*() {
-            yield* Effect.sleep("100 millis")
-            return yield* along((n) =>
-              Effect.gen(function*() {
-                alongs.push([unit, n])
-                if (unit !== "u0" || n === 0) return []
-                yield* Effect.sleep("80 millis") // slower than the slow-poll threshold: a thrash signal
-                return ["u1"]
-              })
-            )
-          }),
-        releaseAll: Effect.void
-      }, {
-        ...oneWorkerAlong,
-        overload: { slowPollMillis: 50, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 }
+      const { alongs, loop } = yield* claimingAlong({
+        poll: (index) => Effect.succeed(index === 0 ? ["u0"] : index === 1 ? ["u2"] : []),
+        along: (unit, n) =>
+          unit !== "u0" || n === 0
+            ? Effect.succeed([])
+            // the scenario: slower than the slow-poll threshold (on the test clock), a thrash signal
+            : Effect.as(Effect.sleep("80 millis"), ["u1"]),
+        options: { overload: slowAlong }
       })
       for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
       // u1 (claimed along, slowly) runs with no poll in between: paused; the poll that claims u2 resumes it.
@@ -532,30 +526,19 @@ describe("PollLoop claim along", () => {
 
   it.effect("a claim along slow only by the process's own lag does not pause claiming along", () =>
     Effect.gen(function*() {
-      const alongs: Array<readonly [string, number]> = []
-      let polls = 0
       let processMillis = 0 // the process's own time (LoopLag), advanced by the slow statement below
-      const loop = yield* PollLoop.start({
-        key: unitKey,
-        poll: () => Effect.succeed(polls++ === 0 ? ["u0"] : []),
-        process: (unit, along) =>
-          Effect.gen(function*() {
-            yield* Effect.sleep("100 millis")
-            return yield* along((n) =>
-              Effect.gen(function*() {
-                alongs.push([unit, n])
-                if (n === 0 || unit === "u2") return []
-                yield* Effect.sleep("80 millis") // as slow as the test above, all of it the process's own delay
-                processMillis += 75
-                return [unit === "u0" ? "u1" : "u2"]
-              })
-            )
-          }),
-        releaseAll: Effect.void
-      }, {
-        ...oneWorkerAlong,
-        overload: { slowPollMillis: 50, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
-        lag: Effect.sync(() => processMillis)
+      const { alongs, loop } = yield* claimingAlong({
+        poll: (index) => Effect.succeed(index === 0 ? ["u0"] : []),
+        along: (unit, n) =>
+          n === 0 || unit === "u2"
+            ? Effect.succeed([])
+            // the scenario: as slow as the test above, all of it the process's own delay
+            : Effect.gen(function*() {
+              yield* Effect.sleep("80 millis")
+              processMillis += 75
+              return [unit === "u0" ? "u1" : "u2"]
+            }),
+        options: { overload: slowAlong, lag: Effect.sync(() => processMillis) }
       })
       for (let i = 0; i < 5; i++) yield* TestClock.adjust("100 millis")
       // 80 ms elapsed, 75 of them the process's: 5 ms of database time, not slow; u1's record claims u2 along

@@ -98,6 +98,23 @@ const started = <R>(schema: SchemaName.SchemaName, handlers: Handlers.Handlers<R
     return yield* startIn(schema, handlers, config, scope)
   })
 
+/**
+ * Starts the deriver on `schema` in a scope of its own (`config`, or the suite's with two workers), moves the test
+ * clock until every item is processed (at most `maxMillis` of test time), and closes the scope.
+ */
+const processAll = <R>(
+  schema: SchemaName.SchemaName,
+  handlers: Handlers.Handlers<R>,
+  options: { readonly config?: DeriverConfig.DeriverConfig; readonly maxMillis?: number } = {}
+) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    if (options.config === undefined) yield* started(schema, handlers, scope)
+    else yield* startIn(schema, handlers, options.config, scope)
+    yield* advanceUntil(allProcessed(schema), 10, options.maxMillis ?? 60_000)
+    yield* Scope.close(scope, Exit.void)
+  })
+
 const rowsOf = (schema: SchemaName.SchemaName) =>
   DbSession.use((db) =>
     db.query<
@@ -140,11 +157,14 @@ const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Queue.NewIt
 const lateBound = 200 * 1.5 + 100
 
 layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
-  it.effect(
+  /** A test on a fresh schema, with two minutes for its real database work. */
+  const onFreshSchema = <E>(name: string, body: (schema: SchemaName.SchemaName) => Effect.Effect<void, E, DbSession>) =>
+    it.effect(name, () => Effect.flatMap(freshSchema, body), 120_000)
+
+  onFreshSchema(
     "a retry runs at its time, not at the schedule's next poll: the deriver wakes itself when the retry is due (DueWake)",
-    () =>
+    (schema) =>
       Effect.gen(function*() {
-        const schema = yield* freshSchema
         const runs: Array<{ readonly at: number; readonly runAt: number | null }> = []
         const base = Handlers.make({
           work: (item) =>
@@ -163,24 +183,19 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           pollingSleepMaxIntervalSeconds: 30,
           pollingJitterRatio: 0
         })
-        const scope = yield* Scope.make()
-        yield* startIn(schema, handlers, config, scope)
-        yield* advanceUntil(allProcessed(schema), 10, 5_000)
-        yield* Scope.close(scope, Exit.void)
+        yield* processAll(schema, handlers, { config, maxMillis: 5_000 })
         assert.strictEqual(runs.length, 2)
         const retry = runs[1]!
         // no earlier than its time; after it, within the wake's floor and spread (50 + 50 ms) and a claim's round trip
         assert.isAtLeast(retry.at, retry.runAt!)
         assert.isAtMost(retry.at, retry.runAt! + 100 + 100, `ran ${retry.at - retry.runAt!} ms after its time`)
-      }),
-    120_000
+      })
   )
 
-  it.effect(
+  onFreshSchema(
     "a transient failure three times, then success: processed once after three retries spaced by the backoff, its unit's later items after it",
-    () =>
+    (schema) =>
       Effect.gen(function*() {
-        const schema = yield* freshSchema
         const policy = { maxAttempts: 5, base: 1000, cap: 8000 }
         const runs: Array<{ readonly kind: string; readonly at: number; readonly runAt: number | null }> = []
         const base = Handlers.make({
@@ -201,10 +216,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           schema,
           ["flaky", "after-1", "after-2"].map((kind) => ({ workUnitKey: "u", taskType: "work", payload: { kind } }))
         )
-        const scope = yield* Scope.make()
-        yield* started(schema, handlers, scope)
-        yield* advanceUntil(allProcessed(schema), 10, 60_000)
-        yield* Scope.close(scope, Exit.void)
+        yield* processAll(schema, handlers)
 
         assert.deepStrictEqual(runs.map((r) => r.kind), ["flaky", "flaky", "flaky", "flaky", "after-1", "after-2"])
         const settings = yield* Retries.settings(policy)
@@ -226,15 +238,13 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         )
         assert.include(flaky!.last_error!, "attempt 3")
         assert.deepStrictEqual(rest.map((r) => [r.processed, r.attempts]), [[true, 1], [true, 1]])
-      }),
-    120_000
+      })
   )
 
-  it.effect(
+  onFreshSchema(
     "a poison item is a dead letter after its last attempt, its unit goes on; a replay by the command processes it once",
-    () =>
+    (schema) =>
       Effect.gen(function*() {
-        const schema = yield* freshSchema
         let fixed = false
         const runs: Array<string> = []
         const handlers = yield* Handlers.withRetries(
@@ -288,15 +298,13 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           { processed: true, attempts: 1, dead: false }
         )
         assert.deepStrictEqual(yield* DeadLetters.list(schema, { _tag: "All" }, 10), [])
-      }),
-    120_000
+      })
   )
 
-  it.effect(
+  onFreshSchema(
     "stated results: retry at a provider's time (no earlier, within one base after it), then done; failed for good",
-    () =>
+    (schema) =>
       Effect.gen(function*() {
-        const schema = yield* freshSchema
         const start = yield* Clock.currentTimeMillis
         const retryAfter = start + 2_000
         const runs: Array<{ readonly kind: string; readonly at: number }> = []
@@ -317,10 +325,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           { workUnitKey: "limited", taskType: "work", payload: { kind: "limited" } },
           { workUnitKey: "bad", taskType: "work", payload: { kind: "bad" } }
         ])
-        const scope = yield* Scope.make()
-        yield* started(schema, handlers, scope)
-        yield* advanceUntil(allProcessed(schema), 10, 60_000)
-        yield* Scope.close(scope, Exit.void)
+        yield* processAll(schema, handlers)
         const limited = runs.filter((r) => r.kind === "limited")
         assert.strictEqual(limited.length, 2)
         assert.isAtLeast(limited[1]!.at, retryAfter)
@@ -336,15 +341,13 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           { kind: "limited", attempts: 2, error: null, last_error: "429 Too Many Requests" },
           { kind: "bad", attempts: 1, error: "bad input", last_error: "bad input" }
         ])
-      }),
-    120_000
+      })
   )
 
-  it.effect(
+  onFreshSchema(
     "an item enqueued to run later runs no earlier than its time and within a poll interval after it, its unit's later items after it",
-    () =>
+    (schema) =>
       Effect.gen(function*() {
-        const schema = yield* freshSchema
         const runs: Array<{ readonly kind: string; readonly at: number }> = []
         const handlers = Handlers.make({
           work: (item) =>
@@ -359,23 +362,18 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           { workUnitKey: "later", taskType: "work", payload: { kind: "after" } },
           { workUnitKey: "other", taskType: "work", payload: { kind: "now" } }
         ])
-        const scope = yield* Scope.make()
-        yield* started(schema, handlers, scope)
-        yield* advanceUntil(allProcessed(schema), 10, 60_000)
-        yield* Scope.close(scope, Exit.void)
+        yield* processAll(schema, handlers)
         assert.deepStrictEqual(runs.map((r) => r.kind), ["now", "reminder", "after"])
         assert.isBelow(runs[0]!.at, runAt)
         assert.isAtLeast(runs[1]!.at, runAt)
         assert.isAtMost(runs[1]!.at, runAt + lateBound)
-      }),
-    120_000
+      })
   )
 
-  it.effect(
+  onFreshSchema(
     "an idle deriver on a 30 s schedule wakes for an item enqueued to run later: at its time, not at the next poll",
-    () =>
+    (schema) =>
       Effect.gen(function*() {
-        const schema = yield* freshSchema
         const runs: Array<number> = []
         const handlers = Handlers.make({ work: () => Effect.map(Clock.currentTimeMillis, (at) => void runs.push(at)) })
         // the schedule of an idle deriver at its cap: polls 15–45 s apart (30 s, jitter 0.5)
@@ -415,8 +413,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         assert.strictEqual(runs.length, 1)
         assert.isAtLeast(runs[0]!, runAt)
         assert.isAtMost(runs[0]!, runAt + lateBound, `ran ${runs[0]! - runAt} ms after its time`)
-      }),
-    120_000
+      })
   )
 })
 
