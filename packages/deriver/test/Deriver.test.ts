@@ -2,14 +2,15 @@
 import { assert, layer } from "@effect/vitest"
 import { DatabaseUnavailable, DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/schema"
-import { TestDatabase } from "@resilience/test-db"
-import { Deferred, Effect, Predicate, Scope } from "effect"
+import { Eventually, TestDatabase } from "@resilience/test-db"
+import { Deferred, Effect, Exit, Predicate, Scope } from "effect"
 import pg from "pg"
 import * as Deriver from "../src/Deriver.ts"
 import type * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
-import { count, Database, eventually, freshSchema, testConfig } from "./support.ts"
+import type * as PollLoop from "../src/PollLoop.ts"
+import { count, Database, freshSchema, testConfig } from "./support.ts"
 
 const unprocessed = (schema: SchemaName.SchemaName) =>
   count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE NOT processed`)
@@ -22,21 +23,47 @@ const enqueue = (schema: SchemaName.SchemaName, items: ReadonlyArray<Enqueue.New
     return yield* db.withConnection((c) => Enqueue.enqueue(c, schema, items))
   })
 
+/** A fresh schema whose queue holds `items`. */
+const queueOf = (items: ReadonlyArray<Enqueue.NewItem>) => Effect.tap(freshSchema, (schema) => enqueue(schema, items))
+
+/** Waits (real clock, with a deadline) until `n` items of the schema's queue are left unprocessed. */
+const unprocessedIs = (schema: SchemaName.SchemaName, n = 0) =>
+  Eventually.satisfying(`${n} unprocessed items`, unprocessed(schema), (left) => left === n)
+
 /** Runs `body` with derivers started in their own scope, closed (gracefully) at the end. */
 const withScope = <A, E, R>(body: (scope: Scope.Closeable) => Effect.Effect<A, E, R>) =>
   Effect.acquireUseRelease(Scope.make(), body, (scope, exit) => Scope.close(scope, exit))
 
+/** Starts one deriver on `options` in a scope of its own, waits until its queue is drained, and closes the scope. */
+const drained = <R>(options: Deriver.Options<R>) =>
+  withScope((scope) => Effect.andThen(Scope.provide(Deriver.start(options), scope), unprocessedIs(options.schema)))
+
+/** Starts a deriver in `scope` whose `noop` items' handler does nothing; returns it and the polls it decides. */
+const startLogged = (scope: Scope.Scope, schema: SchemaName.SchemaName, config: DeriverConfig.DeriverConfig) => {
+  const polls: Array<Extract<PollLoop.Event, { _tag: "Polled" }>> = []
+  const observer = (event: PollLoop.Event) =>
+    Effect.sync(() => {
+      if (event._tag === "Polled") polls.push(event)
+    })
+  return Effect.map(
+    Scope.provide(
+      Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config, observer }),
+      scope
+    ),
+    (deriver) => ({ deriver, polls })
+  )
+}
+
 layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
   it.effect("two derivers never work on the same unit at once, and each unit is drained in id order", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
       const units = Array.from({ length: 12 }, (_, i) => `unit-${i}`)
       // Interleave the units so that ids of one unit are spread out.
       const items = Array.from(
         { length: 15 },
         (_, round) => units.map((unit) => ({ workUnitKey: unit, taskType: "record", payload: { round } }))
       ).flat()
-      yield* enqueue(schema, items)
+      const schema = yield* queueOf(items)
       const active = new Map<string, string>()
       const violations: Array<string> = []
       const seen = new Map<string, Array<bigint>>()
@@ -46,6 +73,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
           if (other !== undefined) violations.push(`${item.workUnitKey}: ${other} and ${item.id}`)
           active.set(item.workUnitKey, item.id)
           seen.set(item.workUnitKey, [...(seen.get(item.workUnitKey) ?? []), BigInt(item.id)])
+          // the scenario: a handler at work for a while, so that a second deriver on the same unit would overlap it
           yield* Effect.sleep("2 millis")
           active.delete(item.workUnitKey)
         })
@@ -55,7 +83,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
         Effect.gen(function*() {
           yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "a" }), scope)
           yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "b" }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
+          yield* unprocessedIs(schema)
         })
       )
       assert.deepStrictEqual(violations, [])
@@ -78,16 +106,14 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
        */
       const drain = (n: number, input: DeriverConfig.Input, slow = false) =>
         Effect.gen(function*() {
-          const schema = yield* freshSchema
-          yield* enqueue(
-            schema,
+          const schema = yield* queueOf(
             Array.from({ length: n }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "t", payload: {} }))
           )
           let polled = 0
           const tested = yield* testConfig({ workers: 1, ...input })
           const config = slow ? { ...tested, overload: { ...tested.overload, subtractLag: false } } : tested
           const db = yield* DbSession
-          const late = Effect.sleep("2 millis")
+          const late = Effect.sleep("2 millis") // the scenario: every checkout late, as on a slow database
           const session = slow
             ? DbSession.of({
               withConnection: (f) => Effect.andThen(late, db.withConnection(f)),
@@ -97,23 +123,15 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
               oneCheckout: (effect) => Effect.andThen(late, db.oneCheckout(effect))
             })
             : db
-          yield* withScope((scope) =>
-            Effect.gen(function*() {
-              yield* Scope.provide(
-                Deriver.start({
-                  schema,
-                  handlers: Handlers.make({ t: () => Effect.void }),
-                  config,
-                  observer: (event) =>
-                    Effect.sync(() => {
-                      if (event._tag === "Polled") polled += event.claimed.length
-                    })
-                }).pipe(Effect.provideService(DbSession, session)),
-                scope
-              )
-              yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
-            })
-          )
+          yield* drained({
+            schema,
+            handlers: Handlers.make({ t: () => Effect.void }),
+            config,
+            observer: (event) =>
+              Effect.sync(() => {
+                if (event._tag === "Polled") polled += event.claimed.length
+              })
+          }).pipe(Effect.provideService(DbSession, session))
           assert.strictEqual(yield* owned(schema), 0, "every unit was released")
           return polled
         })
@@ -127,10 +145,8 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("a handler's DbSession is the deriver's gated one: its checkouts go through the checkout gate, and work", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
       const outer = yield* DbSession
-      yield* enqueue(
-        schema,
+      const schema = yield* queueOf(
         Array.from({ length: 4 }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "read", payload: {} }))
       )
       const seen: Array<{ readonly gated: boolean; readonly one: number }> = []
@@ -142,47 +158,57 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
             seen.push({ gated: db !== outer, one: rows[0]!.one })
           })
       })
-      const config = yield* testConfig({ workers: 2 })
-      yield* withScope((scope) =>
-        Effect.gen(function*() {
-          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
-        })
-      )
+      yield* drained({ schema, handlers, config: yield* testConfig({ workers: 2 }) })
       assert.deepStrictEqual(seen, Array.from({ length: 4 }, () => ({ gated: true, one: 1 })))
     }))
 
   it.effect("a stale ownership row is cleaned up and the unit is taken over; a live one is respected", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
       const db = yield* DbSession
+      const schema = yield* queueOf([{ workUnitKey: "alive", taskType: "noop", payload: {} }])
       const sessions = SchemaName.qualify(schema, "active_queue_sessions")
-      yield* enqueue(schema, [
-        ...Array.from({ length: 3 }, () => ({ workUnitKey: "orphaned", taskType: "noop", payload: {} })),
-        { workUnitKey: "alive", taskType: "noop", payload: {} }
-      ])
       yield* db.query(
-        `INSERT INTO ${sessions} (work_unit_key, owner, last_updated) VALUES
-         ('orphaned', 'crashed-instance', now() - interval '10 minutes'), ('alive', 'other-instance', now())`
+        `INSERT INTO ${sessions} (work_unit_key, owner, last_updated) VALUES ('alive', 'other-instance', now())`
       )
+      /** Three items of a unit whose owner crashed ten minutes ago (its ownership row first: no one claims them). */
+      const orphan = (key: string) =>
+        Effect.andThen(
+          db.query(
+            `INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
+             VALUES ($1, 'crashed-instance', now() - interval '10 minutes')`,
+            [key]
+          ),
+          enqueue(schema, Array.from({ length: 3 }, () => ({ workUnitKey: key, taskType: "noop", payload: {} })))
+        )
+      const takenOver = (key: string) =>
+        Eventually.satisfying(
+          `${key}'s items processed`,
+          count(
+            `SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE work_unit_key = $1 AND NOT processed`,
+            [
+              key
+            ]
+          ),
+          (n) => n === 0
+        )
+      yield* orphan("orphaned")
       const config = yield* testConfig({ staleSessionTimeoutMinutes: 5, staleWorkUnitCleanupIntervalSeconds: 0.2 })
       yield* withScope((scope) =>
         Effect.gen(function*() {
-          yield* Scope.provide(
-            Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config }),
-            scope
+          const { deriver, polls } = yield* startLogged(scope, schema, config)
+          yield* takenOver("orphaned")
+          // A later cleanup round: an orphan made now is taken over only by a round after the one that freed the first
+          // (each round also saw the live unit's row).
+          yield* orphan("orphaned-later")
+          yield* takenOver("orphaned-later")
+          // Then a poll that finds nothing to claim, with nothing held: a deriver that took the live unit (in that
+          // poll or earlier) held it until it was processed, so by then its item would show as processed.
+          const before = polls.length
+          yield* Eventually.until(
+            "an empty poll after the orphans, with no unit held",
+            Effect.map(deriver.held, (held) =>
+              held.length === 0 && polls.slice(before).some((p) => p.outcome === "empty"))
           )
-          yield* eventually(
-            Effect.map(
-              count(
-                `SELECT count(*) FROM ${
-                  SchemaName.qualify(schema, "queue")
-                } WHERE work_unit_key = 'orphaned' AND NOT processed`
-              ),
-              (n) => n === 0
-            )
-          )
-          yield* Effect.sleep("300 millis")
         })
       )
       const alive = yield* count(
@@ -195,8 +221,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("a handler that outlives the stale timeout keeps its unit: the heartbeat runs while it works", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      yield* enqueue(schema, [{ workUnitKey: "long", taskType: "slow", payload: {} }])
+      const schema = yield* queueOf([{ workUnitKey: "long", taskType: "slow", payload: {} }])
       let running = 0
       let overlapped = false
       let runs = 0
@@ -205,6 +230,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
           running += 1
           runs += 1
           if (running > 1) overlapped = true
+          // the scenario: a handler at work well past the stale timeout, its unit kept only by the heartbeat
           yield* Effect.sleep("2500 millis")
           running -= 1
         })
@@ -214,10 +240,14 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       yield* withScope((scope) =>
         Effect.gen(function*() {
           yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "worker" }), scope)
-          yield* eventually(Effect.sync(() => runs === 1))
+          yield* Eventually.until("the handler started", Effect.sync(() => runs === 1))
           yield* Scope.provide(Deriver.start({ schema, handlers, config, owner: "cleaner" }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
-          yield* Effect.sleep("500 millis")
+          // a takeover starts a second run (stale after 0.9 s of the first run's 2.5 s): the wait ends then too
+          yield* Eventually.satisfying(
+            "the item processed, or a second run",
+            unprocessed(schema),
+            (left) => left === 0 || runs > 1
+          )
         })
       )
       assert.isFalse(overlapped, "no second instance took the unit over while its handler ran")
@@ -226,10 +256,8 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("a failing handler marks its item and the rest of the unit is processed", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
       const db = yield* DbSession
-      yield* enqueue(
-        schema,
+      const schema = yield* queueOf(
         ["ok", "fail", "ok", "die", "ok", "unknown-type"].map((kind) => ({
           workUnitKey: "mixed",
           taskType: kind === "unknown-type" ? "nobody-handles-this" : "work",
@@ -246,13 +274,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
             if (kind === "die") return yield* Effect.die(new Error("handler bug"))
           })
       })
-      const config = yield* testConfig()
-      yield* withScope((scope) =>
-        Effect.gen(function*() {
-          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
-        })
-      )
+      yield* drained({ schema, handlers, config: yield* testConfig() })
       assert.deepStrictEqual(order, ["ok", "fail", "ok", "die", "ok"])
       const rows = yield* db.query<{ error: string | null }>(
         `SELECT error FROM ${SchemaName.qualify(schema, "queue")} ORDER BY id`
@@ -267,9 +289,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("a database failure in a handler leaves the item unprocessed and the worker backs off", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      const db = yield* DbSession
-      yield* enqueue(schema, [1, 2, 3].map((n) => ({ workUnitKey: "flaky", taskType: "work", payload: { n } })))
+      const schema = yield* queueOf([1, 2, 3].map((n) => ({ workUnitKey: "flaky", taskType: "work", payload: { n } })))
       const attempts: Array<{ n: number; at: number }> = []
       const handlers = Handlers.make({
         work: (item) =>
@@ -287,12 +307,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
           })
       })
       const config = yield* testConfig({ pollingSleepIntervalSeconds: 0.1, pollingSleepMaxIntervalSeconds: 1 })
-      yield* withScope((scope) =>
-        Effect.gen(function*() {
-          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
-        })
-      )
+      yield* drained({ schema, handlers, config })
       const second = attempts.filter((a) => a.n === 2)
       assert.strictEqual(second.length, 4, "three failures, then success")
       // Backoff 0.1, 0.2, 0.4 s nominal with ratio 0.5: at least 0.35 s in total, not a hot loop.
@@ -300,7 +315,6 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       assert.deepStrictEqual(attempts.map((a) => a.n), [1, 2, 2, 2, 2, 3], "in order, item 1 not repeated")
       const errors = yield* count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "queue")} WHERE error IS NOT NULL`)
       assert.strictEqual(errors, 0, "no item is marked with a database error")
-      void db
     }))
 
   it.effect("a raw driver error in a handler means what its SQLSTATE means in db-session's table", () =>
@@ -345,7 +359,8 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
               yield* Effect.promise(() => raw(limited.toString(), "SELECT 1")).pipe(Effect.tapDefect(record))
             }
             if (kind === "timeout" && attempt === 1) {
-              // A failure wrapping the driver's error as its cause (Effect.tryPromise): 57014, transient.
+              // A failure wrapping the driver's error as its cause (Effect.tryPromise): 57014, transient. The
+              // scenario: a statement slower than its timeout (pg_sleep in SQL), which the server cancels.
               yield* Effect.tryPromise(() => raw(url, "SET statement_timeout = 50; SELECT pg_sleep(1)")).pipe(
                 Effect.tapError((error) => record(Predicate.hasProperty(error, "cause") ? error.cause : error))
               )
@@ -354,12 +369,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
           })
       })
       const config = yield* testConfig({ pollingSleepIntervalSeconds: 0.05, pollingSleepMaxIntervalSeconds: 0.2 })
-      yield* withScope((scope) =>
-        Effect.gen(function*() {
-          yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 0))
-        })
-      )
+      yield* drained({ schema, handlers, config })
       assert.strictEqual(codes.get("refused"), "53300", "the server refused the raw connection")
       assert.strictEqual(codes.get("timeout"), "57014", "the server cancelled the raw statement")
       assert.strictEqual(codes.get("syntax"), "42601")
@@ -376,24 +386,35 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("graceful shutdown: in-flight units finish within the grace period, ownership rows are released", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      yield* enqueue(schema, ["a", "b", "c"].map((unit) => ({ workUnitKey: unit, taskType: "slow", payload: {} })))
-      const started = yield* Deferred.make<void>()
+      const schema = yield* queueOf(
+        ["a", "b", "c"].map((unit) => ({ workUnitKey: unit, taskType: "slow", payload: {} }))
+      )
+      const stopping = yield* Deferred.make<void>()
+      let started = 0
       let finished = 0
       const handlers = Handlers.make({
         slow: () =>
           Effect.gen(function*() {
-            yield* Deferred.succeed(started, undefined)
-            yield* Effect.sleep("300 millis")
+            started++
+            // in flight until the shutdown has begun
+            yield* Deferred.await(stopping)
             finished++
           })
       })
       const config = yield* testConfig({ workers: 3, shutdownGraceSeconds: 5 })
       const stoppedAfter = yield* withScope((scope) =>
         Effect.gen(function*() {
-          const deriver = yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-          yield* Deferred.await(started)
-          yield* eventually(Effect.map(deriver.held, (held) => held.length === 3))
+          const deriver = yield* Scope.provide(
+            Deriver.start({
+              schema,
+              handlers,
+              config,
+              observer: (event) => event._tag === "Stopping" ? Deferred.done(stopping, Exit.void) : Effect.void
+            }),
+            scope
+          )
+          yield* Eventually.until("three handlers in flight", Effect.sync(() => started === 3))
+          assert.strictEqual((yield* deriver.held).length, 3)
           const t0 = Date.now()
           yield* deriver.shutdown
           return Date.now() - t0
@@ -407,9 +428,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
 
   it.effect("shutdown after the grace period interrupts what is left, loses nothing and releases everything", () =>
     Effect.gen(function*() {
-      const schema = yield* freshSchema
-      yield* enqueue(
-        schema,
+      const schema = yield* queueOf(
         ["a", "b"].flatMap((unit) => [1, 2, 3].map((n) => ({ workUnitKey: unit, taskType: "stuck", payload: { n } })))
       )
       const handlers = Handlers.make({
@@ -419,7 +438,7 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       const stoppedAfter = yield* withScope((scope) =>
         Effect.gen(function*() {
           const deriver = yield* Scope.provide(Deriver.start({ schema, handlers, config }), scope)
-          yield* eventually(Effect.map(unprocessed(schema), (n) => n === 4))
+          yield* unprocessedIs(schema, 4)
           const t0 = Date.now()
           yield* deriver.shutdown
           return Date.now() - t0
@@ -439,18 +458,20 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
     Effect.gen(function*() {
       const schema = yield* freshSchema
       const config = yield* testConfig({ pollingSleepIntervalSeconds: 0.01, pollingSleepMaxIntervalSeconds: 0.01 })
-      yield* withScope((scope) =>
+      const polls = yield* withScope((scope) =>
         Effect.gen(function*() {
-          const deriver = yield* Scope.provide(
-            Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config }),
-            scope
-          )
-          yield* Effect.sleep("100 millis")
+          const { deriver, polls } = yield* startLogged(scope, schema, config)
+          yield* Eventually.until("a few polls", Effect.sync(() => polls.length >= 3))
           yield* deriver.shutdown
+          return polls
         })
       )
+      const pollsAtShutdown = polls.length
       yield* enqueue(schema, [{ workUnitKey: "late", taskType: "noop", payload: {} }])
+      // An absence has no event to wait for: a window of 20 of the stopped deriver's 10 ms poll intervals, in which
+      // a poller that outlived the shutdown would have polled and claimed the new item.
       yield* Effect.sleep("200 millis")
+      assert.strictEqual(polls.length, pollsAtShutdown, "no poll after the shutdown")
       assert.strictEqual(yield* unprocessed(schema), 1)
       assert.strictEqual(yield* owned(schema), 0)
     }))
