@@ -13,8 +13,8 @@ import * as EmbeddedServer from "./EmbeddedServer.ts"
 /** The repository root, where the apps' entry points live. */
 export const repositoryRoot = join(import.meta.dirname, "..", "..", "..")
 
-/** What to run. */
-export interface Options {
+/** What to run; `onLine` gets every line of both apps' output (`Child.Options`). */
+export interface Options extends Pick<Child.Options, "onLine"> {
   /** An external server; when absent the embedded server runs with `embedded`. */
   readonly databaseUrl: Option.Option<string>
   readonly embedded: EmbeddedServer.Options
@@ -23,7 +23,6 @@ export interface Options {
   readonly adminToken: string
   /** Extra environment for both apps (DB_*, DERIVER_*, API_* settings). */
   readonly env: Record<string, string>
-  readonly onLine: (name: string, line: string) => void
 }
 
 /** A running system. */
