@@ -88,23 +88,24 @@ describe("PublishCheck.problems", () => {
 
 describe("PublishCheck.satisfies", () => {
   it("reads ^ as npm does for 0.x and 0.0.x, ~ and exact versions", () => {
-    const cases: ReadonlyArray<readonly [string, string, boolean | undefined]> = [
-      ["0.2.0", "^0.2.0", true],
-      ["0.2.5", "^0.2.0", true],
-      ["0.3.0", "^0.2.0", false],
-      ["0.1.9", "^0.2.0", false],
-      ["1.4.0", "^1.2.0", true],
-      ["2.0.0", "^1.2.0", false],
-      ["0.0.3", "^0.0.3", true],
-      ["0.0.4", "^0.0.3", false],
-      ["1.2.9", "~1.2.0", true],
-      ["1.3.0", "~1.2.0", false],
-      ["0.2.0", "0.2.0", true],
-      ["0.2.1", "0.2.0", false],
-      ["0.2.0", ">=0.1.0", undefined]
+    /** Per range: versions in it, versions outside it. */
+    const ranges: ReadonlyArray<
+      readonly [range: string, inside: ReadonlyArray<string>, outside: ReadonlyArray<string>]
+    > = [
+      ["^0.2.0", ["0.2.0", "0.2.5"], ["0.3.0", "0.1.9"]],
+      ["^1.2.0", ["1.4.0"], ["2.0.0"]],
+      ["^0.0.3", ["0.0.3"], ["0.0.4"]],
+      ["~1.2.0", ["1.2.9"], ["1.3.0"]],
+      ["0.2.0", ["0.2.0"], ["0.2.1"]]
     ]
-    for (const [version, range, expected] of cases) {
-      assert.strictEqual(PublishCheck.satisfies(version, range), expected, `${version} in ${range}`)
+    for (const [range, inside, outside] of ranges) {
+      for (const version of inside) {
+        assert.strictEqual(PublishCheck.satisfies(version, range), true, `${version} in ${range}`)
+      }
+      for (const version of outside) {
+        assert.strictEqual(PublishCheck.satisfies(version, range), false, `${version} not in ${range}`)
+      }
     }
+    assert.strictEqual(PublishCheck.satisfies("0.2.0", ">=0.1.0"), undefined, "a form it does not read")
   })
 })
