@@ -51,6 +51,8 @@ const dbName = new URL(url).pathname.slice(1)
 const instanceId = envNumber("BENCH_INSTANCE_ID", 0)
 /** ADAPTER_WAKE=false (a diagnostic): no wake after an enqueue, pickup by the poll schedule alone. */
 const wakeAfterEnqueue = process.env.ADAPTER_WAKE !== "false"
+/** ADAPTER_PREFETCH (a diagnostic): `DERIVER_PREFETCH`'s value instead of its default (as many units as workers). */
+const prefetch = process.env.ADAPTER_PREFETCH === undefined ? undefined : envNumber("ADAPTER_PREFETCH", 0)
 
 const emit = (record: Record<string, unknown>) =>
   Effect.sync(() => process.stdout.write(`${JSON.stringify({ ...record, instance_id: instanceId })}\n`))
@@ -136,7 +138,11 @@ const program = Effect.gen(function*() {
     db_name: dbName,
     started_at: new Date().toISOString()
   })
-  const config = yield* DeriverConfig.make({ workers: settings.workers, pollingStartupJitterSeconds: 0 })
+  const config = yield* DeriverConfig.make({
+    workers: settings.workers,
+    pollingStartupJitterSeconds: 0,
+    ...(prefetch === undefined ? {} : { prefetch })
+  })
   const deriver = yield* Deriver.start({ schema, handlers: Handlers.make({ [taskType]: handle }), config })
 
   const padding = "x".repeat(Math.max(0, settings.payloadBytes - 96))

@@ -15,7 +15,21 @@ import { Classify, DbSession } from "@resilience/db-session"
 import type { Connection } from "@resilience/db-session"
 import { PollBackoff } from "@resilience/jitter"
 import type { SchemaName } from "@resilience/schema"
-import { Cause, Clock, Data, Deferred, Duration, Effect, Exit, Layer, Metric, Predicate, Random, Result } from "effect"
+import {
+  Cause,
+  Clock,
+  Data,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Metric,
+  Predicate,
+  Random,
+  Result,
+  Semaphore
+} from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import { hostname } from "node:os"
@@ -84,6 +98,8 @@ interface Shared<R> {
   readonly answering: { value: boolean }
   /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
+  /** The handler slots: at most `workers` handlers run at once, over `workers + prefetch` units in flight. */
+  readonly slots: Semaphore.Semaphore
 }
 
 /** One unit's record through {@link Shared.records}, and how many units its statement may claim along. */
@@ -193,7 +209,9 @@ const capacity = <R>(ctx: Shared<R>) => (held: number): Effect.Effect<number | "
   Effect.gen(function*() {
     if (yield* ctx.gate.blocked) return "blocked" as const
     const state = yield* ctx.gate.state
-    return Math.max(0, Math.floor(state.limit.limit) - held)
+    // units claimed beyond the workers scale with the limit: an overloaded database gets fewer of them too
+    const { prefetch, workers } = ctx.config
+    return Math.max(0, Math.floor((state.limit.limit * (workers + prefetch)) / workers) - held)
   })
 
 // ---------------------------------------------------------------------------------------------------------
@@ -362,7 +380,7 @@ const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost">
 const runHandler = <R>(
   ctx: Shared<R>,
   item: Queue.Item,
-  whileRunning: Effect.Effect<never>
+  whileRunning: Effect.Effect<never> | undefined
 ): Effect.Effect<HandlerOutcome, never, R> => {
   const handler = Handlers.get(ctx.handlers, item.taskType)
   if (handler === undefined) {
@@ -372,7 +390,8 @@ const runHandler = <R>(
     Handlers.retriesOf(ctx.handlers, item.taskType).unknownErrors === "retry"
       ? { transient: error, at: undefined }
       : { failed: error }
-  return Effect.raceFirst(Effect.provideService(handler(item), DbSession, ctx.handlerSession), whileRunning).pipe(
+  const run = Effect.provideService(handler(item), DbSession, ctx.handlerSession)
+  return ctx.slots.withPermits(1)(whileRunning === undefined ? run : Effect.raceFirst(run, whileRunning)).pipe(
     Effect.map((value): HandlerOutcome => {
       if (!Handlers.isResult(value) || value._tag === "Done") return { failed: undefined }
       return value._tag === "Failed"
@@ -445,7 +464,8 @@ const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray
       Effect.andThen(Effect.never)
     )
     for (const item of batch) {
-      const outcome = yield* runHandler(ctx, item, whileRunning)
+      // with nothing pending (the batch's first item) there is nothing to record while it runs: no timer
+      const outcome = yield* runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning)
       if (lost) return { pending, complete: false, lost, waiting: false }
       if ("database" in outcome) {
         yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
@@ -780,7 +800,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       conditions: yield* ConditionLog.make(schema),
       gate,
       handlerSession: CheckoutGate.session(gate, session),
-      answering: { value: false }
+      answering: { value: false },
+      slots: yield* Semaphore.make(config.workers)
     }
     // the records of many units: a worker's own record goes out in its fiber, those that waited in a detached one
     const records: Shared<R>["records"] = yield* GroupCommit.make((units: ReadonlyArray<UnitRecord>) =>
@@ -797,8 +818,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         capacity: capacity(ctx)
       },
       {
-        workers: config.workers,
-        prefetch: config.prefetch,
+        workers: config.workers + config.prefetch,
         claimAlong: config.claimAlong,
         backoff: config.backoff,
         initialInterval: config.initialInterval,

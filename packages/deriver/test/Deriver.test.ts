@@ -110,7 +110,8 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
             Array.from({ length: n }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "t", payload: {} }))
           )
           let polled = 0
-          const tested = yield* testConfig({ workers: 1, ...input })
+          // no unit claimed beyond the worker: each next unit comes from the worker's record or from a poll
+          const tested = yield* testConfig({ workers: 1, prefetch: 0, ...input })
           const config = slow ? { ...tested, overload: { ...tested.overload, subtractLag: false } } : tested
           const db = yield* DbSession
           const late = Effect.sleep("2 millis") // the scenario: every checkout late, as on a slow database

@@ -29,7 +29,7 @@ describe("DeriverConfig", () => {
         cleanupIntervalMillis: 60_000,
         shutdownGraceMillis: 10_000,
         batchSize: 20,
-        prefetch: 0,
+        prefetch: 1,
         claimAlong: true,
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
         overloadEnabled: true,
@@ -56,6 +56,13 @@ describe("DeriverConfig", () => {
         (eight as Exit.Success<DeriverConfig.DeriverConfig>).value.claimAlong,
         "claims along with any number of workers (records of many units claim for all of them at once)"
       )
+      assert.strictEqual(
+        (eight as Exit.Success<DeriverConfig.DeriverConfig>).value.prefetch,
+        8,
+        "as many units claimed beyond the workers as there are workers"
+      )
+      const none = yield* read({ DERIVER_WORKERS: "8", DERIVER_PREFETCH: "0" })
+      assert.strictEqual((none as Exit.Success<DeriverConfig.DeriverConfig>).value.prefetch, 0)
       assert.isFalse(value.overloadEnabled)
       // The floor's recovery time defaults to the idle cap.
       assert.strictEqual(value.overload.recoveryMillis, 10_000)
