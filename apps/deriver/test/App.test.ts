@@ -21,7 +21,7 @@ import { tenant } from "./support.ts"
 
 const main = "apps/deriver/src/main.ts"
 
-const Database = TestSession.layer({ poolSize: 4 })
+const Database = TestSession.layer(DbSession.layer, { poolSize: 4 })
 
 /**
  * The deriver's entry point with `env` (and the run's compile cache); killed when the test's scope closes if it

@@ -10,7 +10,7 @@ import { EntryPoint, TestDatabase, TestSession } from "@resilience/test-db"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 
-const Database = TestSession.layer({ poolSize: 2 })
+const Database = TestSession.layer(DbSession.layer, { poolSize: 2 })
 
 /** Runs the command with `args`; its exit code and output. */
 const command = (url: string, schema: string, args: ReadonlyArray<string>) =>

@@ -12,7 +12,7 @@ import { EntryPoint, Eventually, TestDatabase, TestSession } from "@resilience/t
 import { Effect } from "effect"
 import { tenant } from "./support.ts"
 
-const Database = TestSession.layer({ poolSize: 2 })
+const Database = TestSession.layer(DbSession.layer, { poolSize: 2 })
 
 const wake = (port: number, body: string) =>
   Effect.promise(async () => {

@@ -9,7 +9,7 @@ import { TestSession } from "@resilience/test-db"
 import { Effect, Exit } from "effect"
 import { Checker, History } from "../src/index.ts"
 
-const Database = TestSession.layer()
+const Database = TestSession.layer(DbSession.layer)
 
 const words = ["apples", "rivers", "mountains", "violins", "lanterns", "copper", "meadows", "harbors"]
 

@@ -12,7 +12,9 @@ import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
 /** A session on a fresh database of the shared test server (in-process pool, for speed). */
-export const Database: Layer.Layer<DbSession | TestDatabase> = TestSession.layer({ applicationName: "deriver-test" })
+export const Database: Layer.Layer<DbSession | TestDatabase> = TestSession.layer(DbSession.layer, {
+  applicationName: "deriver-test"
+})
   .pipe(Layer.orDie)
 
 /** A new, migrated schema with a random name. */

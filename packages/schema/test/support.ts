@@ -2,14 +2,16 @@
  * Shared pieces of the PostgreSQL suites: a DbSession on the suite's own database and a small migrations component
  * (the package migrates whatever it is given; the queue's and the domain's components live elsewhere).
  */
-import type { DbSession } from "@resilience/db-session"
+import { DbSession } from "@resilience/db-session"
 import { type TestDatabase, TestSession } from "@resilience/test-db"
 import { Layer } from "effect"
 import type * as Migrator from "../src/Migrator.ts"
 import * as SchemaName from "../src/SchemaName.ts"
 
 /** A session on a fresh database of the shared test server (in-process pool, for speed). */
-export const Database: Layer.Layer<DbSession | TestDatabase> = TestSession.layer({ applicationName: "schema-test" })
+export const Database: Layer.Layer<DbSession | TestDatabase> = TestSession.layer(DbSession.layer, {
+  applicationName: "schema-test"
+})
   .pipe(Layer.orDie)
 
 /** Three migrations of a `notes` table: create it, add a column, index it. */
