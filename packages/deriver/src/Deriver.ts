@@ -126,13 +126,10 @@ const checkout = <R, A, E, R2>(ctx: Shared<R>, f: (connection: Connection) => Ef
   ctx.gate.run(ctx.session.withConnection(f))
 
 /**
- * What a handler's run means for its item: mark it (with an error, or none), run it again later (a transient
- * failure, with the earliest time the handler named), or leave it for later (a database condition).
+ * A handler met a database condition (db-session's table: unavailable, transient or misconfigured): its item is
+ * not marked and stays for a later attempt, with the rest of its batch.
  */
-type HandlerOutcome =
-  | { readonly failed: string | undefined }
-  | { readonly transient: string; readonly at: number | undefined }
-  | { readonly database: unknown }
+class HandlerMetDatabase extends Data.TaggedError("HandlerMetDatabase")<{ readonly cause: unknown }> {}
 
 // ---------------------------------------------------------------------------------------------------------
 // Fetch: one checkout, one claim
@@ -370,49 +367,47 @@ const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost">
 // Items: run each handler, classify its outcome, record a batch's outcomes at once
 
 /**
- * The outcome policy: runs the item's handler (under the unit's heartbeat) and says what its result means.
- * Success marks the item, unless the handler returned a stated outcome (`Handlers.failed`, `Handlers.retry`);
- * `Handlers.Retry` raised is a transient failure, `Handlers.Failed` a permanent one; any other failure, a defect
- * or an unknown task type marks it with its error (or is transient, when the task type's policy says
- * `unknownErrors: "retry"`); a database condition (db-session's table: unavailable, transient or misconfigured;
- * as a failure or a defect) leaves it unprocessed for a later attempt.
+ * The outcome policy: runs the item's handler (in a handler slot, under the unit's heartbeat) and says what its
+ * result means for the item, as the {@link Queue.Outcome} its record writes. Success marks the item, unless the
+ * handler returned a stated outcome (`Handlers.failed`, `Handlers.retry`); `Handlers.Retry` raised is a transient
+ * failure, `Handlers.Failed` a permanent one; any other failure, a defect or an unknown task type marks it with its
+ * error (or is transient, when the task type's policy says `unknownErrors: "retry"`). A transient failure is a
+ * retry at the time the task type's policy draws (`Retries.decide`), or a dead letter after its last attempt. A
+ * database condition (as a failure or a defect) fails with {@link HandlerMetDatabase}: the item is left as it is.
  */
 const runHandler = <R>(
   ctx: Shared<R>,
   item: Queue.Item,
   whileRunning: Effect.Effect<never> | undefined
-): Effect.Effect<HandlerOutcome, never, R> => {
+): Effect.Effect<Queue.Outcome, HandlerMetDatabase, R> => {
+  const failed = (error: string | undefined): Effect.Effect<Queue.Outcome> => Effect.succeed({ item, error })
   const handler = Handlers.get(ctx.handlers, item.taskType)
-  if (handler === undefined) {
-    return Effect.succeed({ failed: `no handler registered for task type ${JSON.stringify(item.taskType)}` })
-  }
-  const unknown = (error: string): HandlerOutcome =>
+  if (handler === undefined) return failed(`no handler registered for task type ${JSON.stringify(item.taskType)}`)
+  const unknown = (error: string) =>
     Handlers.retriesOf(ctx.handlers, item.taskType).unknownErrors === "retry"
-      ? { transient: error, at: undefined }
-      : { failed: error }
+      ? transient(ctx, item, error, undefined)
+      : failed(error)
   const run = Effect.provideService(handler(item), DbSession, ctx.handlerSession)
   return ctx.slots.withPermits(1)(whileRunning === undefined ? run : Effect.raceFirst(run, whileRunning)).pipe(
-    Effect.map((value): HandlerOutcome => {
-      if (!Handlers.isResult(value) || value._tag === "Done") return { failed: undefined }
+    Effect.flatMap((value) => {
+      if (!Handlers.isResult(value) || value._tag === "Done") return failed(undefined)
       return value._tag === "Failed"
-        ? { failed: Failures.errorText(value.reason) }
-        : { transient: Failures.errorText(value.reason), at: timeOf(value.at) }
+        ? failed(Failures.errorText(value.reason))
+        : transient(ctx, item, Failures.errorText(value.reason), timeOf(value.at))
     }),
     Effect.catch((error) =>
-      Effect.succeed<HandlerOutcome>(
-        error instanceof Handlers.Retry
-          ? { transient: Failures.errorText(error.reason), at: timeOf(error.at) }
-          : error instanceof Handlers.Failed
-          ? { failed: Failures.errorText(error.reason) }
-          : Failures.isDatabaseFailure(error)
-          ? { database: error }
-          : unknown(Failures.errorText(error))
-      )
+      error instanceof Handlers.Retry
+        ? transient(ctx, item, Failures.errorText(error.reason), timeOf(error.at))
+        : error instanceof Handlers.Failed
+        ? failed(Failures.errorText(error.reason))
+        : Failures.isDatabaseFailure(error)
+        ? Effect.fail(new HandlerMetDatabase({ cause: error }))
+        : unknown(Failures.errorText(error))
     ),
     Effect.catchDefect((defect) =>
-      Effect.succeed<HandlerOutcome>(
-        Failures.isDatabaseFailure(defect) ? { database: defect } : unknown(`Defect: ${Failures.errorText(defect)}`)
-      )
+      Failures.isDatabaseFailure(defect)
+        ? Effect.fail(new HandlerMetDatabase({ cause: defect }))
+        : unknown(`Defect: ${Failures.errorText(defect)}`)
     )
   )
 }
@@ -424,14 +419,17 @@ const timeOf = (at: number | Date | undefined): number | undefined => at === und
  * The outcome of a transient failure: a retry at the time the task type's policy draws (see `Retries.decide`),
  * or a dead letter after its last attempt.
  */
-const transientOutcome = <R>(ctx: Shared<R>, item: Queue.Item, error: string, at: number | undefined) =>
+const transient = <R>(
+  ctx: Shared<R>,
+  item: Queue.Item,
+  error: string,
+  at: number | undefined
+): Effect.Effect<Queue.Outcome> =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const u = yield* Random.next
     const decision = Retries.decide(Handlers.retriesOf(ctx.handlers, item.taskType), item.attempts ?? 0, now, at, u)
-    return decision._tag === "Dead"
-      ? { item, error, dead: true } satisfies Queue.Outcome
-      : { item, error, retryAt: decision.atMillis } satisfies Queue.Outcome
+    return decision._tag === "Dead" ? { item, error, dead: true } : { item, error, retryAt: decision.atMillis }
   })
 
 /**
@@ -465,23 +463,20 @@ const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray
     )
     for (const item of batch) {
       // with nothing pending (the batch's first item) there is nothing to record while it runs: no timer
-      const outcome = yield* runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning)
+      const outcome = yield* Effect.result(runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning))
       if (lost) return { pending, complete: false, lost, waiting: false }
-      if ("database" in outcome) {
+      if (outcome._tag === "Failure") {
         yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
-        yield* ctx.conditions.report("database failure in handler; item left for a later attempt", outcome.database, {
-          item: item.id,
-          unit: item.workUnitKey
-        })
+        yield* ctx.conditions.report(
+          "database failure in handler; item left for a later attempt",
+          outcome.failure.cause,
+          { item: item.id, unit: item.workUnitKey }
+        )
         return { pending, complete: false, lost, waiting: false }
       }
-      if ("transient" in outcome) {
-        const next = yield* transientOutcome(ctx, item, outcome.transient, outcome.at)
-        pending.push(next)
-        if (next.retryAt !== undefined) return { pending, complete: true, lost, waiting: true }
-        continue
-      }
-      pending.push({ item, error: outcome.failed })
+      pending.push(outcome.success)
+      // a retry holds the rest of its unit back: the unit is released and waits for it
+      if (outcome.success.retryAt !== undefined) return { pending, complete: true, lost, waiting: true }
     }
     return { pending, complete: true, lost, waiting: false }
   })
