@@ -12,6 +12,7 @@ import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse 
 /**
  * The 413 for a body above `maxBodyBytes`.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: the answer {@link limit} and {@link layerRouter} give.
  * @since 0.1.0
  * @category decisions
  */

@@ -67,6 +67,7 @@ const pathText = (path: ReadonlyArray<string | number>): string =>
 /**
  * The {@link InvalidRequest} for a decoding failure of one request slot.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: what {@link layer} answers a decoding failure with.
  * @since 0.1.0
  * @category constructors
  */

@@ -108,6 +108,7 @@ export const initial: State = { floorMillis: 0, healthySinceMillis: Infinity }
 /**
  * Whether the state is overloaded (a floor was set and has not been seen gone yet).
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: a step of {@link decide}, which is the API.
  * @since 0.2.0
  * @category predicates
  */
@@ -208,6 +209,7 @@ export const floorAt = (settings: Settings, state: State, nowMillis: number): nu
 /**
  * How long until the floor is gone, from `nowMillis` (0 without a floor; `Infinity` while it holds).
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: a step of {@link decide}, which is the API.
  * @since 0.2.0
  * @category decisions
  */
@@ -224,6 +226,7 @@ export const remainingMillis = (settings: Settings, state: State, nowMillis: num
  * - healthy (`fast`): the floor starts falling (if it is not already), or is gone;
  * - `unavailable`, `none`: unchanged.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: a step of {@link decide}, which is the API.
  * @since 0.2.0
  * @category decisions
  */
@@ -291,6 +294,7 @@ export interface SleepInput {
  *   before it (as the schedule sleeps its current interval before growing it); while the floor falls, never
  *   longer than the time until it is gone.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: a step of {@link decide}, which is the API.
  * @since 0.2.0
  * @category decisions
  */

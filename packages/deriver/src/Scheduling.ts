@@ -24,6 +24,7 @@ export type Outcome = "claimed" | "empty" | "busy" | "error"
 /**
  * The outcomes, for metrics and reports.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Nothing reads it; the {@link Outcome} type lists them.
  * @since 0.1.0
  * @category constants
  */

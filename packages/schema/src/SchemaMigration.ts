@@ -132,6 +132,8 @@ export type SchemaGate = SchemaMigration
  * `schema_migrated` (0 or 1): 1 once this process found its tenant schema migrated (it ran the migrations, or
  * found none pending), 0 before. Named `schema_ready` while this module was in `@resilience/deriver`.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: the gauge reaches a dashboard through the
+ * application's exporter.
  * @since 0.2.0
  * @category metrics
  */
@@ -144,6 +146,8 @@ export const migratedGauge = Metric.gauge("schema_migrated", {
  * by outcome: `ready`, `unavailable`, `pending`, `failed`, `misconfigured`. Named `schema_gate_attempts_total` in 0.2.0,
  * and `schema_readiness_checks_total` while this module was in `@resilience/deriver`.
  *
+ * @deprecated Since 0.3.0; goes in 0.4.0. Internal: the counter reaches a dashboard through the
+ * application's exporter.
  * @since 0.2.0
  * @category metrics
  */

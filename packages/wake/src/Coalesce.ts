@@ -27,14 +27,6 @@
 export type Decision = "pollNow" | "oneMoreAfter" | "coalesced" | "ignored"
 
 /**
- * The decisions, for metrics and reports.
- *
- * @since 0.3.0
- * @category models
- */
-export const decisions: ReadonlyArray<Decision> = ["pollNow", "oneMoreAfter", "coalesced", "ignored"]
-
-/**
  * The state of one poller (or one sender's target).
  *
  * @since 0.3.0

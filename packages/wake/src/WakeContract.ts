@@ -8,7 +8,7 @@
  * @since 0.3.0
  */
 import { SchemaName } from "@resilience/schema"
-import { Effect, Result, Schema, SchemaIssue } from "effect"
+import { Result, Schema, SchemaIssue } from "effect"
 import type { Decision } from "./Coalesce.ts"
 
 /**
@@ -19,13 +19,8 @@ import type { Decision } from "./Coalesce.ts"
  */
 export const path = "/wake"
 
-/**
- * A tenant schema name, as `@resilience/schema`'s `SchemaName` allows it.
- *
- * @since 0.3.0
- * @category contract
- */
-export const Tenant = Schema.String.check(
+// A tenant schema name, as `@resilience/schema`'s `SchemaName` allows it.
+const Tenant = Schema.String.check(
   Schema.makeFilter((name: string) => SchemaName.problem(name) ?? true, {
     expected: "a schema name (1 to 63 characters of a-z, 0-9 and _, starting with a letter or _)"
   })
@@ -114,11 +109,3 @@ export interface Accepted {
  * @category encoding
  */
 export const encode = (request: WakeRequest): string => JSON.stringify({ schema: request.schema })
-
-/**
- * Effect version of {@link decode}.
- *
- * @since 0.3.0
- * @category decoding
- */
-export const decodeEffect = (body: unknown): Effect.Effect<WakeRequest, InvalidWake> => Effect.fromResult(decode(body))

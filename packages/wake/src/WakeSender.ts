@@ -36,7 +36,7 @@ export interface Options {
 }
 
 /**
- * The defaults.
+ * The defaults: a wake request is abandoned after 500 ms.
  *
  * @since 0.3.0
  * @category options

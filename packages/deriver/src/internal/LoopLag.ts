@@ -42,13 +42,8 @@ export interface Settings {
   readonly toleranceMillis: number
 }
 
-/**
- * The defaults: a tick every 50 ms (20 timer callbacks a second), 2 ms of lateness per tick forgiven.
- *
- * @since 0.3.0
- * @category defaults
- */
-export const defaults: Settings = { intervalMillis: 50, toleranceMillis: 2 }
+/** The defaults: a tick every 50 ms (20 timer callbacks a second), 2 ms of lateness per tick forgiven. */
+const defaults: Settings = { intervalMillis: 50, toleranceMillis: 2 }
 
 /**
  * The probe's state: the lag counted so far and when the next tick is due.
