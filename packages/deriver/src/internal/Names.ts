@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import { SchemaName } from "@resilience/schema"
+import { type Migrator, SchemaName } from "@resilience/schema"
 
 /** The queue's objects in one schema, quoted and qualified. */
 export interface Names {
@@ -35,6 +35,13 @@ export const names = (schema: SchemaName.SchemaName): Names => ({
   recordUnits: SchemaName.qualify(schema, "queue_record_units"),
   poll: SchemaName.qualify(schema, "queue_poll")
 })
+
+/** Queue migration `version`, `name`: its statements, written from a schema's queue names. */
+export const migration = (
+  version: number,
+  name: string,
+  statements: (objects: Names) => ReadonlyArray<string>
+): Migrator.Migration => ({ version, name, up: (schema) => statements(names(schema)) })
 
 /**
  * A statement text made once per schema: the texts a unit sends are the same for every unit of a schema, and

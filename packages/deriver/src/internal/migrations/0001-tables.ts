@@ -5,15 +5,10 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 1,
-  name: "queue and ownership tables",
-  up: (schema) => {
-    const { queue, sessions } = names(schema)
-    return [
-      `CREATE TABLE ${queue} (
+export const migration: Migrator.Migration = Names.migration(1, "queue and ownership tables", ({ queue, sessions }) => [
+  `CREATE TABLE ${queue} (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         work_unit_key text NOT NULL,
         task_type text NOT NULL,
@@ -22,12 +17,10 @@ export const migration: Migrator.Migration = {
         error text,
         created_at timestamptz NOT NULL DEFAULT now()
       )`,
-      `CREATE TABLE ${sessions} (
+  `CREATE TABLE ${sessions} (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         work_unit_key text NOT NULL UNIQUE,
         owner text NOT NULL DEFAULT '',
         last_updated timestamptz NOT NULL DEFAULT now()
       )`
-    ]
-  }
-}
+])

@@ -10,15 +10,13 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 7,
-  name: "claim and record functions",
-  up: (schema) => {
-    const { claim, queue, record, sessions } = names(schema)
-    return [
-      `CREATE FUNCTION ${claim}(integer, text, integer) RETURNS TABLE (work_unit_key text, id text, items text)
+export const migration: Migrator.Migration = Names.migration(
+  7,
+  "claim and record functions",
+  ({ claim, queue, record, sessions }) => [
+    `CREATE FUNCTION ${claim}(integer, text, integer) RETURNS TABLE (work_unit_key text, id text, items text)
           LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
 #variable_conflict use_column
 BEGIN
@@ -47,7 +45,7 @@ SELECT c.work_unit_key, claimed.id::text AS id,
 FROM claimed JOIN candidates c USING (work_unit_key) ORDER BY c.first_id;
 END
 $body$`,
-      `CREATE FUNCTION ${record}(jsonb, text, text, boolean, bigint) RETURNS TABLE (owned boolean, marked integer)
+    `CREATE FUNCTION ${record}(jsonb, text, text, boolean, bigint) RETURNS TABLE (owned boolean, marked integer)
           LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $body$
 #variable_conflict use_column
 BEGIN
@@ -71,6 +69,5 @@ BEGIN
                (SELECT count(*) FROM marked)::int AS marked;
 END
 $body$`
-    ]
-  }
-}
+  ]
+)

@@ -26,33 +26,31 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 8,
-  name: "retries, dead letters and items that run later",
-  up: (schema) => {
-    const { claim, queue, record, recordDone, sessions } = names(schema)
-    return [
-      `ALTER TABLE ${queue}
+export const migration: Migrator.Migration = Names.migration(
+  8,
+  "retries, dead letters and items that run later",
+  ({ claim, queue, record, recordDone, sessions }) => [
+    `ALTER TABLE ${queue}
   ADD COLUMN attempts integer NOT NULL DEFAULT 0, ADD COLUMN last_error text,
   ADD COLUMN run_at timestamptz, ADD COLUMN dead_at timestamptz`,
-      `CREATE INDEX queue_ready_id_idx ON ${queue} (id) WHERE NOT processed AND run_at IS NULL`,
-      `CREATE INDEX queue_run_at_idx ON ${queue} (run_at, id) WHERE NOT processed AND run_at IS NOT NULL`,
-      `CREATE INDEX queue_dead_idx ON ${queue} (id) WHERE NOT processed AND dead_at IS NOT NULL`,
-      // queue_claim(limit, owner, batch size, now in epoch milliseconds): up to $1 units whose first live item
-      // (unprocessed, not a dead letter) is due and that nobody owns, made ours by inserting their ownership rows
-      // (ON CONFLICT DO NOTHING: a unit another instance claimed in the meantime is skipped), each with its first
-      // $3 live items as JSON, every item marked `later` when its time is after now (the reader cuts the batch
-      // there: a unit is handled in order). Candidates come from two walks, each stopping after $1 units: items
-      // never timed in id order (queue_ready_id_idx) and timed items that are due in time order
-      // (queue_run_at_idx); the oldest $1 by id win. An item waiting for its time, or a dead letter (its time is
-      // infinity), is in neither walk. An item is kept when it is its unit's first live item and the unit has no
-      // ownership row: two scalar subqueries, each an index probe keyed by the unit (an anti join's kept plan
-      // could become a scan of every unprocessed row per candidate). FOR NO KEY UPDATE ... SKIP LOCKED: claims at
-      // the same moment take different units. When no timed item is due (the IF's test, one probe of
-      // queue_run_at_idx), the second walk is skipped and every timed item is later: two statements, two plans.
-      `CREATE FUNCTION ${claim}(integer, text, integer, float8)
+    `CREATE INDEX queue_ready_id_idx ON ${queue} (id) WHERE NOT processed AND run_at IS NULL`,
+    `CREATE INDEX queue_run_at_idx ON ${queue} (run_at, id) WHERE NOT processed AND run_at IS NOT NULL`,
+    `CREATE INDEX queue_dead_idx ON ${queue} (id) WHERE NOT processed AND dead_at IS NOT NULL`,
+    // queue_claim(limit, owner, batch size, now in epoch milliseconds): up to $1 units whose first live item
+    // (unprocessed, not a dead letter) is due and that nobody owns, made ours by inserting their ownership rows
+    // (ON CONFLICT DO NOTHING: a unit another instance claimed in the meantime is skipped), each with its first
+    // $3 live items as JSON, every item marked `later` when its time is after now (the reader cuts the batch
+    // there: a unit is handled in order). Candidates come from two walks, each stopping after $1 units: items
+    // never timed in id order (queue_ready_id_idx) and timed items that are due in time order
+    // (queue_run_at_idx); the oldest $1 by id win. An item waiting for its time, or a dead letter (its time is
+    // infinity), is in neither walk. An item is kept when it is its unit's first live item and the unit has no
+    // ownership row: two scalar subqueries, each an index probe keyed by the unit (an anti join's kept plan
+    // could become a scan of every unprocessed row per candidate). FOR NO KEY UPDATE ... SKIP LOCKED: claims at
+    // the same moment take different units. When no timed item is due (the IF's test, one probe of
+    // queue_run_at_idx), the second walk is skipped and every timed item is later: two statements, two plans.
+    `CREATE FUNCTION ${claim}(integer, text, integer, float8)
   RETURNS TABLE (work_unit_key text, id text, items text)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
   SET enable_seqscan = off SET enable_bitmapscan = off
@@ -141,9 +139,9 @@ BEGIN
   END IF;
 END
 $body$`,
-      // The three-argument claim a previous release calls: the claim above on the server's clock, each batch cut
-      // before its first item that is not due (that release reads every item it is given).
-      `CREATE OR REPLACE FUNCTION ${claim}(integer, text, integer)
+    // The three-argument claim a previous release calls: the claim above on the server's clock, each batch cut
+    // before its first item that is not due (that release reads every item it is given).
+    `CREATE OR REPLACE FUNCTION ${claim}(integer, text, integer)
   RETURNS TABLE (work_unit_key text, id text, items text)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
 AS $body$
@@ -158,16 +156,16 @@ BEGIN
   FROM ${claim}($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000)::float8) c;
 END
 $body$`,
-      // queue_record(outcomes, unit, owner, release, claim id): $1 a JSON array of { id, error, retry_at, dead } (an
-      // outcome of only { id, error }, as a previous release sends, is processed or failed as before). Only while
-      // the claim holds (owner $3 and id $5 of unit $2, in the same statement): with $4 it deletes the ownership row
-      // (`released`), else bumps its heartbeat (`beat`); every outcome counts one attempt and keeps its error as the
-      // item's last_error; a done outcome marks the item processed with who completed it; a retry sets its run_at,
-      // a dead letter sets dead_at and the time infinity (both stay unprocessed). A retry also moves the unit's
-      // later items to its time: they could not run before it anyway, and so they leave the claim's walk of
-      // untimed items for the walk of timed ones. A batch of done outcomes only (the common case) takes the second
-      // branch, the statement of queue_record_done: two statements, two plans.
-      `CREATE OR REPLACE FUNCTION ${record}(jsonb, text, text, boolean, bigint)
+    // queue_record(outcomes, unit, owner, release, claim id): $1 a JSON array of { id, error, retry_at, dead } (an
+    // outcome of only { id, error }, as a previous release sends, is processed or failed as before). Only while
+    // the claim holds (owner $3 and id $5 of unit $2, in the same statement): with $4 it deletes the ownership row
+    // (`released`), else bumps its heartbeat (`beat`); every outcome counts one attempt and keeps its error as the
+    // item's last_error; a done outcome marks the item processed with who completed it; a retry sets its run_at,
+    // a dead letter sets dead_at and the time infinity (both stay unprocessed). A retry also moves the unit's
+    // later items to its time: they could not run before it anyway, and so they leave the claim's walk of
+    // untimed items for the walk of timed ones. A batch of done outcomes only (the common case) takes the second
+    // branch, the statement of queue_record_done: two statements, two plans.
+    `CREATE OR REPLACE FUNCTION ${record}(jsonb, text, text, boolean, bigint)
   RETURNS TABLE (owned boolean, marked integer)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
 AS $body$
@@ -220,9 +218,9 @@ BEGIN
   END IF;
 END
 $body$`,
-      // queue_record_done: queue_record for a batch whose outcomes are all done (processed, with or without an
-      // error), without the retry's steps; the deriver calls it directly for such a batch.
-      `CREATE FUNCTION ${recordDone}(jsonb, text, text, boolean, bigint)
+    // queue_record_done: queue_record for a batch whose outcomes are all done (processed, with or without an
+    // error), without the retry's steps; the deriver calls it directly for such a batch.
+    `CREATE FUNCTION ${recordDone}(jsonb, text, text, boolean, bigint)
   RETURNS TABLE (owned boolean, marked integer)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
 AS $body$
@@ -251,6 +249,5 @@ BEGIN
          (SELECT count(*) FROM marked)::int AS marked;
 END
 $body$`
-    ]
-  }
-}
+  ]
+)

@@ -20,15 +20,13 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 9,
-  name: "record of many units in one statement; the poll's next due time",
-  up: (schema) => {
-    const { claim, poll, queue, recordUnits, sessions } = names(schema)
-    return [
-      `CREATE FUNCTION ${recordUnits}(jsonb, text, integer, integer, float8)
+export const migration: Migrator.Migration = Names.migration(
+  9,
+  "record of many units in one statement; the poll's next due time",
+  ({ claim, poll, queue, recordUnits, sessions }) => [
+    `CREATE FUNCTION ${recordUnits}(jsonb, text, integer, integer, float8)
   RETURNS TABLE (work_unit_key text, owned boolean, marked integer, id text, items text)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
 AS $body$
@@ -72,7 +70,7 @@ BEGIN
   END IF;
 END
 $body$`,
-      `CREATE FUNCTION ${poll}(integer, text, integer, float8)
+    `CREATE FUNCTION ${poll}(integer, text, integer, float8)
   RETURNS TABLE (work_unit_key text, id text, items text, next_at timestamptz)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
   SET enable_seqscan = off SET enable_bitmapscan = off
@@ -90,6 +88,5 @@ BEGIN
   END IF;
 END
 $body$`
-    ]
-  }
-}
+  ]
+)

@@ -4,26 +4,24 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 1,
-  name: "workspaces, sessions, messages",
-  up: (schema) => {
-    const { messages, sessions, workspaces } = names(schema)
-    return [
-      `CREATE TABLE ${workspaces} (
+export const migration: Migrator.Migration = Names.migration(
+  1,
+  "workspaces, sessions, messages",
+  ({ messages, sessions, workspaces }) => [
+    `CREATE TABLE ${workspaces} (
         name text PRIMARY KEY,
         token_hash text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now()
       )`,
-      `CREATE TABLE ${sessions} (
+    `CREATE TABLE ${sessions} (
         workspace text NOT NULL REFERENCES ${workspaces} (name) ON DELETE CASCADE,
         name text NOT NULL,
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (workspace, name)
       )`,
-      `CREATE TABLE ${messages} (
+    `CREATE TABLE ${messages} (
         id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
         workspace text NOT NULL,
         session text NOT NULL,
@@ -32,7 +30,6 @@ export const migration: Migrator.Migration = {
         created_at timestamptz NOT NULL DEFAULT now(),
         FOREIGN KEY (workspace, session) REFERENCES ${sessions} (workspace, name) ON DELETE CASCADE
       )`,
-      `CREATE INDEX messages_peer_idx ON ${messages} (workspace, session, peer, id)`
-    ]
-  }
-}
+    `CREATE INDEX messages_peer_idx ON ${messages} (workspace, session, peer, id)`
+  ]
+)

@@ -5,15 +5,13 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 2,
-  name: "peer representations",
-  up: (schema) => {
-    const { peerRepresentations, peerSessionProgress, peerTerms, workspaces } = names(schema)
-    return [
-      `CREATE TABLE ${peerRepresentations} (
+export const migration: Migrator.Migration = Names.migration(
+  2,
+  "peer representations",
+  ({ peerRepresentations, peerSessionProgress, peerTerms, workspaces }) => [
+    `CREATE TABLE ${peerRepresentations} (
         workspace text NOT NULL REFERENCES ${workspaces} (name) ON DELETE CASCADE,
         peer text NOT NULL,
         message_count bigint NOT NULL,
@@ -23,20 +21,19 @@ export const migration: Migrator.Migration = {
         updated_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (workspace, peer)
       )`,
-      `CREATE TABLE ${peerTerms} (
+    `CREATE TABLE ${peerTerms} (
         workspace text NOT NULL,
         peer text NOT NULL,
         term text NOT NULL,
         count bigint NOT NULL,
         PRIMARY KEY (workspace, peer, term)
       )`,
-      `CREATE TABLE ${peerSessionProgress} (
+    `CREATE TABLE ${peerSessionProgress} (
         workspace text NOT NULL,
         session text NOT NULL,
         peer text NOT NULL,
         last_message_id bigint NOT NULL DEFAULT 0,
         PRIMARY KEY (workspace, session, peer)
       )`
-    ]
-  }
-}
+  ]
+)

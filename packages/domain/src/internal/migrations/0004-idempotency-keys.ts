@@ -5,15 +5,10 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 4,
-  name: "idempotency keys",
-  up: (schema) => {
-    const { idempotencyKeys } = names(schema)
-    return [
-      `CREATE TABLE ${idempotencyKeys} (
+export const migration: Migrator.Migration = Names.migration(4, "idempotency keys", ({ idempotencyKeys }) => [
+  `CREATE TABLE ${idempotencyKeys} (
         workspace text NOT NULL,
         key text NOT NULL,
         fingerprint text NOT NULL,
@@ -21,7 +16,5 @@ export const migration: Migrator.Migration = {
         created_at timestamptz NOT NULL DEFAULT now(),
         PRIMARY KEY (workspace, key)
       )`,
-      `CREATE INDEX idempotency_keys_created_at_idx ON ${idempotencyKeys} (created_at)`
-    ]
-  }
-}
+  `CREATE INDEX idempotency_keys_created_at_idx ON ${idempotencyKeys} (created_at)`
+])

@@ -7,7 +7,7 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
 /**
  * The statement-level trigger function `fn` adding the statement's newly processed rows (`newly`, filtered further
@@ -25,35 +25,32 @@ const countFunction = (fn: string, queueCounts: string, onlyNewly: string) =>
      RETURN NULL;
    END $$`
 
-export const migration: Migrator.Migration = {
-  version: 5,
-  name: "queue status without a scan of history",
-  up: (schema) => {
-    const { queue, queueCountInserted, queueCountUpdated, queueCounts } = names(schema)
-    return [
-      `CREATE INDEX queue_unprocessed_workspace_idx ON ${queue} ((payload ->> 'workspace'))
+export const migration: Migrator.Migration = Names.migration(
+  5,
+  "queue status without a scan of history",
+  ({ queue, queueCountInserted, queueCountUpdated, queueCounts }) => [
+    `CREATE INDEX queue_unprocessed_workspace_idx ON ${queue} ((payload ->> 'workspace'))
         WHERE NOT processed`,
-      `CREATE TABLE ${queueCounts} (
+    `CREATE TABLE ${queueCounts} (
         workspace text PRIMARY KEY,
         processed bigint NOT NULL DEFAULT 0,
         errored bigint NOT NULL DEFAULT 0
       )`,
-      `INSERT INTO ${queueCounts} (workspace, processed, errored)
+    `INSERT INTO ${queueCounts} (workspace, processed, errored)
         SELECT payload ->> 'workspace', count(*) FILTER (WHERE error IS NULL), count(*) FILTER (WHERE error IS NOT NULL)
         FROM ${queue} WHERE processed AND payload ? 'workspace' GROUP BY 1`,
-      // An update counts the rows it processes, not those that were processed before it.
-      countFunction(
-        queueCountUpdated,
-        queueCounts,
-        "AND NOT EXISTS (SELECT 1 FROM before b WHERE b.id = n.id AND b.processed)"
-      ),
-      countFunction(queueCountInserted, queueCounts, ""),
-      `CREATE TRIGGER queue_count_updated AFTER UPDATE ON ${queue}
+    // An update counts the rows it processes, not those that were processed before it.
+    countFunction(
+      queueCountUpdated,
+      queueCounts,
+      "AND NOT EXISTS (SELECT 1 FROM before b WHERE b.id = n.id AND b.processed)"
+    ),
+    countFunction(queueCountInserted, queueCounts, ""),
+    `CREATE TRIGGER queue_count_updated AFTER UPDATE ON ${queue}
         REFERENCING OLD TABLE AS before NEW TABLE AS newly
         FOR EACH STATEMENT EXECUTE FUNCTION ${queueCountUpdated}()`,
-      `CREATE TRIGGER queue_count_inserted AFTER INSERT ON ${queue}
+    `CREATE TRIGGER queue_count_inserted AFTER INSERT ON ${queue}
         REFERENCING NEW TABLE AS newly
         FOR EACH STATEMENT EXECUTE FUNCTION ${queueCountInserted}()`
-    ]
-  }
-}
+  ]
+)

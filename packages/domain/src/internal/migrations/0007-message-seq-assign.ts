@@ -10,15 +10,13 @@
  * @internal
  */
 import type { Migrator } from "@resilience/schema"
-import { names } from "../Names.ts"
+import * as Names from "../Names.ts"
 
-export const migration: Migrator.Migration = {
-  version: 7,
-  name: "message sequence for writers that do not number",
-  up: (schema) => {
-    const { messageSeq, messageSeqAssign, messages } = names(schema)
-    return [
-      `CREATE FUNCTION ${messageSeqAssign}() RETURNS trigger LANGUAGE plpgsql AS $$
+export const migration: Migrator.Migration = Names.migration(
+  7,
+  "message sequence for writers that do not number",
+  ({ messageSeq, messageSeqAssign, messages }) => [
+    `CREATE FUNCTION ${messageSeqAssign}() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
          INSERT INTO ${messageSeq} AS s (workspace, session, peer, last_seq)
            VALUES (NEW.workspace, NEW.session, NEW.peer, 1)
@@ -26,8 +24,7 @@ export const migration: Migrator.Migration = {
          RETURNING last_seq INTO NEW.seq;
          RETURN NEW;
        END $$`,
-      `CREATE TRIGGER message_seq_assign BEFORE INSERT ON ${messages}
+    `CREATE TRIGGER message_seq_assign BEFORE INSERT ON ${messages}
         FOR EACH ROW WHEN (NEW.seq IS NULL) EXECUTE FUNCTION ${messageSeqAssign}()`
-    ]
-  }
-}
+  ]
+)
