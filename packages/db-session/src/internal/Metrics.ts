@@ -54,7 +54,7 @@ export const connectionsInUse = Metric.gauge("db_connections_in_use", {
  * @category metrics
  */
 export const acquisitionsFor = (outcome: "ok" | "failed" | "interrupted", reason: AcquisitionReason) =>
-  Metric.withAttributes(acquisitions, { outcome, reason })
+  series(`${outcome}:${reason}`, () => Metric.withAttributes(acquisitions, { outcome, reason }))
 
 /**
  * The histogram series for one outcome.
@@ -63,4 +63,18 @@ export const acquisitionsFor = (outcome: "ok" | "failed" | "interrupted", reason
  * @category metrics
  */
 export const acquisitionSecondsFor = (outcome: "ok" | "failed") =>
-  Metric.withAttributes(acquisitionSeconds, { outcome })
+  series(`seconds:${outcome}`, () => Metric.withAttributes(acquisitionSeconds, { outcome }))
+
+/**
+ * Each series made once: a metric with attributes keys its series by them (a JSON text), and a checkout updates
+ * two, so a series made afresh per checkout would key it afresh too.
+ */
+const made = new Map<string, unknown>()
+const series = <M>(key: string, make: () => M): M => {
+  let found = made.get(key) as M | undefined
+  if (found === undefined) {
+    found = make()
+    made.set(key, found)
+  }
+  return found
+}

@@ -24,6 +24,12 @@ export interface WakeLatch {
  * A latch with no wake yet. After a woken poll failed, wakes are ignored until a poll succeeds or `rearmAfterMillis`
  * have passed since the last poll started (`Coalesce.wake`).
  */
+/** The coalesced-wakes series by reason, made once (an API's every write wakes). */
+const coalescedBy = {
+  coalesced: Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: "coalesced" }),
+  ignored: Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: "ignored" })
+}
+
 export const make = (rearmAfterMillis: number): Effect.Effect<WakeLatch> =>
   Effect.gen(function*() {
     let state = Coalesce.initial
@@ -34,7 +40,7 @@ export const make = (rearmAfterMillis: number): Effect.Effect<WakeLatch> =>
       return Metric.update(DeriverMetrics.wakesReceived, 1).pipe(
         Effect.andThen(
           decision === "coalesced" || decision === "ignored"
-            ? Metric.update(Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: decision }), 1)
+            ? Metric.update(coalescedBy[decision], 1)
             : decision === "pollNow"
             ? Deferred.succeed(signal, undefined)
             : Effect.void
