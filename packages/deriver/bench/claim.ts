@@ -33,7 +33,6 @@
  */
 import { DbSession } from "@resilience/db-session"
 import { Cluster } from "@resilience/local-postgres"
-import { Migrator } from "@resilience/schema"
 import { SchemaName } from "@resilience/schema"
 import { Deferred, Duration, Effect, Exit, Fiber, Logger, Metric, Scope } from "effect"
 import pg from "pg"
@@ -45,9 +44,9 @@ import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
-import * as QueueSchema from "../src/QueueSchema.ts"
 import type * as Scheduling from "../src/Scheduling.ts"
 import { claimStatements, recordStatements } from "../test/InstalledStatements.ts"
+import { freshQueue } from "./support.ts"
 
 const processedRows = Number(process.env.BENCH_ROWS ?? 1_000_000)
 const pendingRows = 100
@@ -107,9 +106,7 @@ const enqueuePending = (schema: SchemaName.SchemaName, prefix: string) =>
 const claimBenchmark = (url: string) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_claim")
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
+    const db = yield* freshQueue(schema)
     const queue = SchemaName.qualify(schema, "queue")
     const batch = 100_000
     const started = now()
@@ -243,15 +240,9 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
   Effect.gen(function*() {
     const named = mode === "named"
     const schema = SchemaName.makeUnsafe(`bench_st_${mode}`)
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
-    yield* db.withConnection((c) =>
-      Enqueue.enqueue(
-        c,
-        schema,
-        Array.from({ length: units }, (_, i) => ({ workUnitKey: `unit-${i}`, taskType: "noop", payload: {} }))
-      )
+    const db = yield* freshQueue(
+      schema,
+      Array.from({ length: units }, (_, i) => ({ workUnitKey: `unit-${i}`, taskType: "noop", payload: {} }))
     )
     const figures = yield* Effect.promise(async () => {
       const client = new pg.Client({ connectionString: url })
@@ -389,18 +380,12 @@ const throughput = (
 ) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe(`bench_tp_${runs++}`)
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
     const units = Math.ceil(throughputItems / unitSize)
-    yield* db.withConnection((c) =>
-      Enqueue.enqueue(
-        c,
-        schema,
-        Array.from(
-          { length: throughputItems },
-          (_, i) => ({ workUnitKey: `unit-${i % units}`, taskType: "noop", payload: {} })
-        )
+    const db = yield* freshQueue(
+      schema,
+      Array.from(
+        { length: throughputItems },
+        (_, i) => ({ workUnitKey: `unit-${i % units}`, taskType: "noop", payload: {} })
       )
     )
     const config = {
@@ -462,9 +447,7 @@ const throughput = (
 const busyLatency = (poolClass: Run["poolClass"], rounds: number) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe(`bench_busy_${runs++}`)
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
+    const db = yield* freshQueue(schema)
     const gates = new Map<string, Deferred.Deferred<void>>()
     const starts = new Map<string, number>()
     const handlers = Handlers.make({
@@ -581,9 +564,7 @@ const serverInfo = (client: pg.Client) =>
 const steady = (url: string, poolClass: Run["poolClass"]) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe(`bench_steady_${runs++}`)
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
+    const db = yield* freshQueue(schema)
     const queue = SchemaName.qualify(schema, "queue")
     const tables = [queue, SchemaName.qualify(schema, "active_queue_sessions")]
     for (const table of tables) yield* db.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`)

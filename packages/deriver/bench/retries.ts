@@ -17,14 +17,13 @@
  * Uses DATABASE_URL when set; otherwise starts a throw-away embedded PostgreSQL cluster.
  */
 import { DbSession } from "@resilience/db-session"
-import { Migrator, SchemaName } from "@resilience/schema"
+import { SchemaName } from "@resilience/schema"
 import { Clock, Console, Effect, Exit, Logger, Scope } from "effect"
 import { Setup, Stats } from "../../../packages/bench-kit/src/index.ts"
 import * as Deriver from "../src/Deriver.ts"
 import * as DeriverConfig from "../src/DeriverConfig.ts"
-import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
-import * as QueueSchema from "../src/QueueSchema.ts"
+import { freshQueue } from "./support.ts"
 
 const items = Number(process.env.BENCH_ITEMS ?? 10_000)
 const outageSeconds = Number(process.env.BENCH_OUTAGE_SECONDS ?? 60)
@@ -32,20 +31,11 @@ const bucketSeconds = Number(process.env.BENCH_BUCKET_SECONDS ?? 5)
 const maxSeconds = Number(process.env.BENCH_MAX_SECONDS ?? 600)
 
 /** A fresh queue schema with `items` single-item units of task type `call`; the session. */
-const freshQueue = (schema: SchemaName.SchemaName) =>
-  Effect.gen(function*() {
-    const db = yield* DbSession
-    yield* db.query(`DROP SCHEMA IF EXISTS ${SchemaName.quote(schema)} CASCADE`)
-    yield* Migrator.run(schema, [QueueSchema.component])
-    yield* db.withConnection((c) =>
-      Enqueue.enqueue(
-        c,
-        schema,
-        Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))
-      )
-    )
-    return db
-  })
+const freshCalls = (schema: SchemaName.SchemaName) =>
+  freshQueue(
+    schema,
+    Array.from({ length: items }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "call", payload: { i } }))
+  )
 
 const flakyMax = process.env.BENCH_FLAKY_MAX === undefined ? undefined : Number(process.env.BENCH_FLAKY_MAX)
 
@@ -53,7 +43,7 @@ const flakyMax = process.env.BENCH_FLAKY_MAX === undefined ? undefined : Number(
 const flaky = (flakyMax: number) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_retries_flaky")
-    const db = yield* freshQueue(schema)
+    const db = yield* freshCalls(schema)
     /** Per item: when each run started, the time it was scheduled for (null: the first run). */
     const runs = new Map<string, Array<{ readonly at: number; readonly runAt: number | null }>>()
     const base = Handlers.make({
@@ -137,7 +127,7 @@ const program = Effect.gen(function*() {
   })
   yield* (flakyMax !== undefined ? flaky(flakyMax) : Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe("bench_retries")
-    const db = yield* freshQueue(schema)
+    const db = yield* freshCalls(schema)
     const buckets: Array<{ runs: number; retries: number; successes: number }> = []
     const bucket = (at: number) => {
       const index = Math.floor((at - started) / 1000 / bucketSeconds)
