@@ -92,7 +92,25 @@ const systems: Record<string, System> = {
       "SELECT count(*)::int AS total, (count(*) FILTER (WHERE state = 'completed'))::int AS done FROM pgboss.job WHERE name = 'long_horizon_bench'"
   }
 }
-const order = list("BENCH_SYSTEMS", "resilience-deriver,pgboss").map((name) => systems[name]!)
+/**
+ * BENCH_DERIVER_OTHER: another checkout's adapter (its `labs/job-queue-harness/src/adapter.ts`), run as the system
+ * `resilience-deriver-other` on the same harness (a before and after of the deriver, alternating with this tree's).
+ */
+const otherAdapter = process.env.BENCH_DERIVER_OTHER
+if (otherAdapter !== undefined) {
+  systems["resilience-deriver-other"] = {
+    ...systems["resilience-deriver"]!,
+    name: "resilience-deriver-other",
+    argv: ["--conditions=@resilience/source", otherAdapter]
+  }
+}
+const order = list("BENCH_SYSTEMS", "resilience-deriver,pgboss").map((name) => {
+  const system = systems[name]
+  if (system === undefined) {
+    throw new Error(`BENCH_SYSTEMS: unknown system ${name} (${Object.keys(systems).join(", ")})`)
+  }
+  return system
+})
 
 type PhaseType = "warmup" | "clean" | "recovery" | "pg-backend-kill" | "pool-exhaustion" | "postgres-restart"
 interface Phase {
