@@ -9,6 +9,11 @@ import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient, HttpApiMiddleware } from "effect/http-api"
 import { adminToken, createWorkspace, request, start } from "./TestServer.ts"
 
+/** A workspace's `GET …/queue` body: the counts in `counts`, every other 0. */
+const queueStatus = (
+  counts: { readonly pending?: number; readonly waiting?: number; readonly processed?: number } = {}
+) => ({ pending: 0, inProgress: 0, waiting: 0, dead: 0, processed: 0, errored: 0, ...counts })
+
 describe("apps/api over real HTTP, healthy database", () => {
   it.layer(TestDatabase.layer, { timeout: 120_000, excludeTestServices: true })((it) => {
     /** A server on the suite's database (its `public` schema unless `schema` says otherwise). */
@@ -98,23 +103,9 @@ describe("apps/api over real HTTP, healthy database", () => {
           assert.strictEqual(stored.status, 201)
           assert.deepStrictEqual(stored.json, { stored: 1, enqueued: 1 })
           const queue = yield* request(api, "GET", "/v1/workspaces/mine/queue", { token: mine })
-          assert.deepStrictEqual(queue.json, {
-            pending: 1,
-            inProgress: 0,
-            waiting: 0,
-            dead: 0,
-            processed: 0,
-            errored: 0
-          })
+          assert.deepStrictEqual(queue.json, queueStatus({ pending: 1 }))
           const theirQueue = yield* request(api, "GET", "/v1/workspaces/theirs/queue", { token: theirs })
-          assert.deepStrictEqual(theirQueue.json, {
-            pending: 0,
-            inProgress: 0,
-            waiting: 0,
-            dead: 0,
-            processed: 0,
-            errored: 0
-          })
+          assert.deepStrictEqual(theirQueue.json, queueStatus())
           const none = yield* request(api, "GET", "/v1/workspaces/mine/peers/alice/representation", { token: mine })
           assert.strictEqual(none.status, 404)
         }),
@@ -192,14 +183,7 @@ describe("apps/api over real HTTP, healthy database", () => {
           })
           assert.strictEqual(later.status, 201)
           const queue = yield* request(api, "GET", "/v1/workspaces/valid/queue", { token })
-          assert.deepStrictEqual(queue.json, {
-            pending: 0,
-            inProgress: 0,
-            waiting: 1,
-            dead: 0,
-            processed: 0,
-            errored: 0
-          })
+          assert.deepStrictEqual(queue.json, queueStatus({ waiting: 1 }))
 
           const oversized = yield* request(api, "POST", path, {
             token,
@@ -337,14 +321,7 @@ describe("apps/api over real HTTP, healthy database", () => {
             ),
             Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo({ duration: "20 seconds" })))
           )
-          assert.deepStrictEqual(queue.json, {
-            pending: 0,
-            inProgress: 0,
-            waiting: 0,
-            dead: 0,
-            processed: 2,
-            errored: 0
-          })
+          assert.deepStrictEqual(queue.json, queueStatus({ processed: 2 }))
         }),
       { timeout: 90_000 }
     )
