@@ -11,7 +11,8 @@ import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/d
 import type { SchemaName } from "@resilience/schema"
 import { Data, Effect } from "effect"
 import { names } from "./internal/Names.ts"
-import { itemOf } from "./internal/Rows.ts"
+import { itemOf, query } from "./internal/Rows.ts"
+import { decode } from "./internal/RowSchemas.ts"
 
 /**
  * A dead letter: an item whose handler ran out of attempts. It stays unprocessed and is never claimed (its
@@ -69,32 +70,23 @@ const listOn = (
   limit: number
 ): Effect.Effect<ReadonlyArray<DeadLetter>, QueryFailed | DatabaseUnavailable> => {
   const { value, where } = selects(selector, 1)
-  return Effect.map(
-    connection.query<
-      {
-        id: string
-        work_unit_key: string
-        task_type: string
-        payload: string
-        attempts: number
-        last_error: string | null
-        dead_at: number
-      }
-    >(
-      `SELECT q.id::text AS id, q.work_unit_key, q.task_type, q.payload::text AS payload, q.attempts, q.last_error,
+  return query(
+    connection,
+    `SELECT q.id::text AS id, q.work_unit_key, q.task_type, q.payload::text AS payload, q.attempts, q.last_error,
               (extract(epoch FROM q.dead_at) * 1000)::float8 AS dead_at
        FROM ${names(schema).queue} q
        WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where}
        ORDER BY q.id LIMIT $2`,
-      [value, limit]
-    ),
+    [value, limit],
     (rows) =>
-      rows.map((row) => ({
-        ...itemOf(row, row.work_unit_key),
-        attempts: row.attempts,
-        lastError: row.last_error,
-        deadAt: row.dead_at
-      }))
+      rows.map((encoded) => {
+        const row = decode.deadLetters.row(encoded)
+        return {
+          ...itemOf(row, row.work_unit_key, decode.deadLetters.payload),
+          lastError: row.last_error,
+          deadAt: row.dead_at
+        }
+      })
   )
 }
 
@@ -105,12 +97,16 @@ const countsOn = (
   connection: Connection,
   schema: SchemaName.SchemaName
 ): Effect.Effect<ReadonlyMap<string, number>, QueryFailed | DatabaseUnavailable> =>
-  Effect.map(
-    connection.query<{ task_type: string; n: number }>(
-      `SELECT q.task_type, count(*)::int AS n FROM ${names(schema).queue} q
-       WHERE q.dead_at IS NOT NULL AND NOT q.processed GROUP BY 1 ORDER BY 1`
-    ),
-    (rows) => new Map(rows.map((row) => [row.task_type, row.n]))
+  query(
+    connection,
+    `SELECT q.task_type, count(*)::int AS n FROM ${names(schema).queue} q
+       WHERE q.dead_at IS NOT NULL AND NOT q.processed GROUP BY 1 ORDER BY 1`,
+    [],
+    (rows) =>
+      new Map(rows.map((encoded) => {
+        const row = decode.deadLetterCounts(encoded)
+        return [row.task_type, row.n]
+      }))
   )
 
 /**
@@ -124,13 +120,12 @@ const replayOn = (
   selector: DeadLetterSelector
 ): Effect.Effect<number, QueryFailed | DatabaseUnavailable> => {
   const { value, where } = selects(selector, 1)
-  return Effect.map(
-    connection.query(
-      `UPDATE ${names(schema).queue} q SET dead_at = NULL, run_at = NULL, attempts = 0
+  return query(
+    connection,
+    `UPDATE ${names(schema).queue} q SET dead_at = NULL, run_at = NULL, attempts = 0
        WHERE q.dead_at IS NOT NULL AND NOT q.processed AND ${where} RETURNING 1`,
-      [value]
-    ),
-    (rows) => rows.length
+    [value],
+    decode.replay
   )
 }
 

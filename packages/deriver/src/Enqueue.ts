@@ -9,6 +9,7 @@ import type { SchemaName } from "@resilience/schema"
 import type { Effect } from "effect"
 import { perSchema } from "./internal/Names.ts"
 import { forRows } from "./internal/Rows.ts"
+import { decode } from "./internal/RowSchemas.ts"
 
 /**
  * One item to enqueue. Items with the same `workUnitKey` are processed one at a time, in id order.
@@ -77,5 +78,5 @@ export const enqueue = (
       run_at: item.runAt === undefined ? null : Number(item.runAt)
     }),
     enqueueSql(schema),
-    (rows: ReadonlyArray<{ n: number }>) => rows[0]?.n ?? 0
+    (rows) => rows.length === 0 ? 0 : decode.enqueue(rows[0]).n
   )

@@ -9,6 +9,8 @@ import type { Connection, DatabaseUnavailable, QueryFailed } from "@resilience/d
 import type { SchemaName } from "@resilience/schema"
 import { Clock, Effect } from "effect"
 import { perSchema } from "./internal/Names.ts"
+import { query } from "./internal/Rows.ts"
+import { decode } from "./internal/RowSchemas.ts"
 
 /**
  * The stale cleanup statement: deletes ownership rows whose heartbeat is older than `$1` seconds, skipping
@@ -36,9 +38,11 @@ export const cleanupStale = (
   schema: SchemaName.SchemaName,
   staleAfterSeconds: number
 ): Effect.Effect<ReadonlyArray<string>, QueryFailed | DatabaseUnavailable> =>
-  Effect.map(
-    connection.query<{ work_unit_key: string }>(cleanupStaleSql(schema), [staleAfterSeconds]),
-    (rows) => rows.map((row) => row.work_unit_key)
+  query(
+    connection,
+    cleanupStaleSql(schema),
+    [staleAfterSeconds],
+    (rows) => rows.map((row) => decode.cleanupStale(row).work_unit_key)
   )
 
 /**
@@ -55,7 +59,7 @@ export const pruneHistory = (
   olderThanSeconds: number,
   limit: number
 ): Effect.Effect<number, QueryFailed | DatabaseUnavailable> =>
-  Effect.map(connection.query(pruneHistorySql(schema), [olderThanSeconds, limit]), (rows) => rows.length)
+  query(connection, pruneHistorySql(schema), [olderThanSeconds, limit], decode.pruneHistory)
 
 /** The history retention's statement: `$1` the window in seconds, `$2` the most rows to delete. */
 const pruneHistorySql = perSchema(({ queue }) =>
@@ -117,19 +121,11 @@ export const depth = (
   cap: number
 ): Effect.Effect<Depth, QueryFailed | DatabaseUnavailable> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      connection.query<{ ready: number; due: number; waiting: number; oldest_due_at: number | null }>(
-        depthSql(schema),
-        [cap, now]
-      ),
-      (rows) => {
-        const row = rows[0]
-        return {
-          due: Math.min(cap, Number(row?.ready ?? 0) + Number(row?.due ?? 0)),
-          waiting: Number(row?.waiting ?? 0),
-          oldestDueAt: row?.oldest_due_at === null || row?.oldest_due_at === undefined
-            ? null
-            : Number(row.oldest_due_at)
-        }
+    query(connection, depthSql(schema), [cap, now], (rows) => {
+      const row = rows.length === 0 ? undefined : decode.depth(rows[0])
+      return {
+        due: Math.min(cap, (row?.ready ?? 0) + (row?.due ?? 0)),
+        waiting: row?.waiting ?? 0,
+        oldestDueAt: row?.oldest_due_at ?? null
       }
-    ))
+    }))

@@ -17,7 +17,8 @@ import type { SchemaName } from "@resilience/schema"
 import { Clock, Effect } from "effect"
 import * as Enqueue from "./Enqueue.ts"
 import { names, perSchema } from "./internal/Names.ts"
-import { forRows, itemOf } from "./internal/Rows.ts"
+import { forRows, itemOf, query } from "./internal/Rows.ts"
+import { type ClaimedItems, decode } from "./internal/RowSchemas.ts"
 import * as Maintenance from "./Maintenance.ts"
 
 /**
@@ -58,7 +59,8 @@ export interface Claim {
 }
 
 /**
- * The error type of every statement here.
+ * The error type of every statement here. A row of the wrong shape (each statement's rows pass one `Schema` of
+ * its row) is a `QueryFailed` with no SQLSTATE whose message names the statement and the field.
  *
  * @since 0.1.0
  * @category models
@@ -121,37 +123,27 @@ export const claimWithItems = (
   limit <= 0
     ? Effect.succeed([])
     : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      Effect.map(
-        connection.query<{ work_unit_key: string; id: string; items: string }>(
-          claimWithItemsCall(schema),
-          [limit, owner, batchSize, now]
-        ),
-        (rows) => rows.map((row) => claimedOf(row, owner))
+      query(
+        connection,
+        claimWithItemsCall(schema),
+        [limit, owner, batchSize, now],
+        (rows) => rows.map((row) => claimedOf(decode.claim.row(row), owner, decode.claim.items))
       ))
 
 const claimWithItemsCall = perSchema(({ claim }) =>
   `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer, $4::float8)`
 )
 
-/** An item of a claim's batch, as `queue_claim` returns it in JSON. */
-interface ClaimedItem {
-  readonly id: string
-  readonly task_type: string
-  readonly payload: unknown
-  readonly attempts: number
-  /** True when the item's time is after the claim's now; null when it has none. */
-  readonly later: boolean | null
-}
-
 /**
- * A claimed unit with its first batch, from a row of `queue_claim` (items as JSON text): the items
- * before the first that is not yet due (the rest of the unit waits with it).
+ * A claimed unit with its first batch, from a decoded row of `queue_claim` (items as JSON text, decoded by `itemsOf`,
+ * the statement's decoder): the items before the first that is not yet due (the rest of the unit waits with it).
  */
 const claimedOf = (
   row: { readonly work_unit_key: string; readonly id: string; readonly items: string },
-  owner: string
+  owner: string,
+  itemsOf: (text: string) => typeof ClaimedItems.Type
 ): { readonly claim: Claim; readonly items: ReadonlyArray<Item> } => {
-  const batch = JSON.parse(row.items) as ReadonlyArray<ClaimedItem>
+  const batch = itemsOf(row.items)
   const held = batch.findIndex((item) => item.later === true)
   return {
     claim: { workUnitKey: row.work_unit_key, owner, id: row.id },
@@ -186,22 +178,21 @@ export const poll = (
   },
   QueryError
 > =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      connection.query<
-        { work_unit_key: string | null; id: string | null; items: string | null; next_at: Date | string | null }
-      >(pollCall(schema), [limit, owner, batchSize, now]),
-      (rows) => {
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) =>
+      query(connection, pollCall(schema), [limit, owner, batchSize, now], (rows) => {
         const claimed: Array<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }> = []
         let nextAt: number | undefined = undefined
-        for (const { id, items, next_at, work_unit_key } of rows) {
+        for (const row of rows) {
+          const { id, items, next_at, work_unit_key } = decode.poll.row(row)
           if (work_unit_key !== null && id !== null && items !== null) {
-            claimed.push(claimedOf({ work_unit_key, id, items }, owner))
-          } else if (next_at !== null) nextAt = next_at instanceof Date ? next_at.getTime() : Date.parse(next_at)
+            claimed.push(claimedOf({ work_unit_key, id, items }, owner, decode.poll.items))
+          } else if (next_at !== null) nextAt = next_at.getTime()
         }
         return { claimed, nextAt }
-      }
-    ))
+      })
+  )
 
 const pollCall = perSchema(({ poll }) =>
   `SELECT work_unit_key, id, items, next_at FROM ${poll}($1::integer, $2::text, $3::integer, $4::float8)`
@@ -237,12 +228,11 @@ export const nextItems = (
   limit: number
 ): Effect.Effect<ReadonlyArray<Item>, QueryError> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      connection.query<{ id: string; task_type: string; payload: string; attempts: number }>(
-        nextItemsSql(schema),
-        [claim.workUnitKey, limit, claim.owner, claim.id, now]
-      ),
-      (rows) => rows.map((row) => itemOf(row, claim.workUnitKey))
+    query(
+      connection,
+      nextItemsSql(schema),
+      [claim.workUnitKey, limit, claim.owner, claim.id, now],
+      (rows) => rows.map((row) => itemOf(decode.nextItems.row(row), claim.workUnitKey, decode.nextItems.payload))
     ))
 
 /**
@@ -332,19 +322,27 @@ export const record = (
   outcomes: ReadonlyArray<Outcome>,
   release: boolean
 ): Effect.Effect<Recorded, QueryError> =>
-  Effect.map(
-    connection.query<{ owned: boolean; marked: number }>(
-      allDone(outcomes) ? recordDoneCall(schema) : recordCall(schema),
-      [
-        outcomesJson(outcomes),
-        claim.workUnitKey,
-        claim.owner,
-        release,
-        claim.id
-      ]
-    ),
-    (rows) => ({ owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 })
-  )
+  allDone(outcomes)
+    ? query(connection, recordDoneCall(schema), recordParameters(claim, outcomes, release), readRecordDone)
+    : query(connection, recordCall(schema), recordParameters(claim, outcomes, release), readRecord)
+
+/** The record functions' parameters (`$1`–`$5`). */
+const recordParameters = (claim: Claim, outcomes: ReadonlyArray<Outcome>, release: boolean) => [
+  outcomesJson(outcomes),
+  claim.workUnitKey,
+  claim.owner,
+  release,
+  claim.id
+]
+
+/** What a record statement returned in its first row, decoded (none: nothing owned, nothing marked). */
+const recordedFrom = (row: Recorded | undefined): Recorded => ({ owned: row?.owned === true, marked: row?.marked ?? 0 })
+
+/** What a record statement returned, by its decoder. */
+const recordedOf = (decodeRow: (row: unknown) => Recorded) => (rows: ReadonlyArray<unknown>): Recorded =>
+  recordedFrom(rows.length === 0 ? undefined : decodeRow(rows[0]))
+const readRecord = recordedOf(decode.record)
+const readRecordDone = recordedOf(decode.recordDone)
 
 const recordCall = perSchema(({ record }) => `SELECT owned, marked FROM ${record}${recordArguments}`)
 const recordDoneCall = perSchema(({ recordDone }) => `SELECT owned, marked FROM ${recordDone}${recordArguments}`)
@@ -406,29 +404,26 @@ export const recordAndClaim = (
   limit: number,
   batchSize: number
 ): Effect.Effect<RecordedAndClaimed<Recorded>, QueryError> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      connection.query<
-        { owned: boolean; marked: number; work_unit_key: string | null; id: string | null; items: string | null }
-      >(allDone(outcomes) ? recordDoneAndClaimText(schema) : recordAndClaimText(schema), [
-        outcomesJson(outcomes),
-        claim.workUnitKey,
-        claim.owner,
-        release,
-        claim.id,
-        limit,
-        batchSize,
-        now
-      ]),
-      (rows) => ({
-        recorded: { owned: rows[0]?.owned === true, marked: rows[0]?.marked ?? 0 },
-        claimed: rows.flatMap(({ id, items, work_unit_key }) =>
-          work_unit_key === null || id === null || items === null
-            ? []
-            : [claimedOf({ work_unit_key, id, items }, claim.owner)]
-        )
-      })
-    ))
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const done = allDone(outcomes)
+    const decoders = done ? decode.recordDoneAndClaim : decode.recordAndClaim
+    return query(
+      connection,
+      done ? recordDoneAndClaimText(schema) : recordAndClaimText(schema),
+      [...recordParameters(claim, outcomes, release), limit, batchSize, now],
+      (rows) => {
+        const decoded = rows.map(decoders.row)
+        return {
+          recorded: recordedFrom(decoded[0]),
+          claimed: decoded.flatMap(({ id, items, work_unit_key }) =>
+            work_unit_key === null || id === null || items === null
+              ? []
+              : [claimedOf({ work_unit_key, id, items }, claim.owner, decoders.items)]
+          )
+        }
+      }
+    )
+  })
 
 /**
  * One unit's part of {@link recordUnits}: its claim, its outcomes (every one done: processed, with or without an
@@ -461,27 +456,21 @@ export const recordUnits = (
   limit: number,
   batchSize: number
 ): Effect.Effect<RecordedAndClaimed<ReadonlyMap<string, Recorded>>, QueryError> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.map(
-      connection.query<
-        {
-          work_unit_key: string
-          owned: boolean | null
-          marked: number | null
-          id: string | null
-          items: string | null
-        }
-      >(recordUnitsCall(schema), [unitsJson(units), owner, limit, batchSize, now]),
-      (rows) => {
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) =>
+      query(connection, recordUnitsCall(schema), [unitsJson(units), owner, limit, batchSize, now], (rows) => {
         const recorded = new Map<string, Recorded>()
         const claimed: Array<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }> = []
-        for (const { id, items, marked, owned, work_unit_key } of rows) {
-          if (id !== null && items !== null) claimed.push(claimedOf({ work_unit_key, id, items }, owner))
-          else recorded.set(work_unit_key, { owned: owned === true, marked: marked ?? 0 })
+        for (const row of rows) {
+          const { id, items, marked, owned, work_unit_key } = decode.recordUnits.row(row)
+          if (id !== null && items !== null) {
+            claimed.push(claimedOf({ work_unit_key, id, items }, owner, decode.recordUnits.items))
+          } else recorded.set(work_unit_key, { owned: owned === true, marked: marked ?? 0 })
         }
         return { recorded, claimed }
-      }
-    ))
+      })
+  )
 
 const recordUnitsCall = perSchema(({ recordUnits }) =>
   `SELECT work_unit_key, owned, marked, id, items
@@ -508,13 +497,12 @@ export const heartbeat = (
   schema: SchemaName.SchemaName,
   claim: Claim
 ): Effect.Effect<boolean, QueryError> =>
-  Effect.map(
-    connection.query(
-      `UPDATE ${names(schema).sessions} SET last_updated = now()
+  query(
+    connection,
+    `UPDATE ${names(schema).sessions} SET last_updated = now()
        WHERE work_unit_key = $1 AND owner = $2 AND id = $3::bigint RETURNING 1`,
-      [claim.workUnitKey, claim.owner, claim.id]
-    ),
-    (rows) => rows.length > 0
+    [claim.workUnitKey, claim.owner, claim.id],
+    (rows) => decode.heartbeat(rows) > 0
   )
 
 /**
@@ -537,7 +525,7 @@ export const release = (
      USING jsonb_to_recordset($1::jsonb) AS c(work_unit_key text, owner text, id text)
      WHERE s.work_unit_key = c.work_unit_key AND s.owner = c.owner AND s.id = c.id::bigint
      RETURNING 1`,
-    (rows) => rows.length
+    decode.release
   )
 
 /**
@@ -551,9 +539,11 @@ export const releaseOwner = (
   schema: SchemaName.SchemaName,
   owner: string
 ): Effect.Effect<number, QueryError> =>
-  Effect.map(
-    connection.query(`DELETE FROM ${names(schema).sessions} WHERE owner = $1 RETURNING 1`, [owner]),
-    (rows) => rows.length
+  query(
+    connection,
+    `DELETE FROM ${names(schema).sessions} WHERE owner = $1 RETURNING 1`,
+    [owner],
+    decode.releaseOwner
   )
 
 /**
