@@ -47,6 +47,21 @@ export interface Applied {
 }
 
 /**
+ * The migration constructor of a component whose statements name their objects through `names` (its objects'
+ * qualified names in a schema): `withNames(names)(version, name, statements)` is the migration whose statements in a
+ * schema are `statements` of that schema's names.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const withNames = <Names>(names: (schema: SchemaName.SchemaName) => Names) =>
+(
+  version: number,
+  name: string,
+  statements: (names: Names) => ReadonlyArray<string>
+): Migration => ({ version, name, up: (schema) => statements(names(schema)) })
+
+/**
  * The name of the migrations table created in every migrated schema.
  *
  * @since 0.1.0

@@ -108,3 +108,21 @@ describe("Migrator.describeFailure", () => {
     assert.isTrue(long.endsWith("…"))
   })
 })
+
+describe("Migrator.withNames", () => {
+  it("writes a migration's statements from the names of the schema it runs in", () => {
+    const migration = Migrator.withNames((schema) => ({ notes: SchemaName.qualify(schema, "notes") }))(
+      4,
+      "notes_body_idx",
+      ({ notes }) => [`CREATE INDEX notes_body_idx ON ${notes} (body)`]
+    )
+    assert.strictEqual(migration.version, 4)
+    assert.strictEqual(migration.name, "notes_body_idx")
+    assert.deepStrictEqual(migration.up(SchemaName.makeUnsafe("tenant_a")), [
+      `CREATE INDEX notes_body_idx ON "tenant_a"."notes" (body)`
+    ])
+    assert.deepStrictEqual(migration.up(SchemaName.makeUnsafe("tenant_b")), [
+      `CREATE INDEX notes_body_idx ON "tenant_b"."notes" (body)`
+    ])
+  })
+})

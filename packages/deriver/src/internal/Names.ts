@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import { type Migrator, SchemaName } from "@resilience/schema"
+import { Migrator, SchemaName } from "@resilience/schema"
 
 /** The queue's objects in one schema, quoted and qualified. */
 export interface Names {
@@ -36,13 +36,6 @@ export const names = (schema: SchemaName.SchemaName): Names => ({
   poll: SchemaName.qualify(schema, "queue_poll")
 })
 
-/** Queue migration `version`, `name`: its statements, written from a schema's queue names. */
-export const migration = (
-  version: number,
-  name: string,
-  statements: (objects: Names) => ReadonlyArray<string>
-): Migrator.Migration => ({ version, name, up: (schema) => statements(names(schema)) })
-
 /**
  * A statement text made once per schema: the texts a unit sends are the same for every unit of a schema, and
  * quoting and qualifying them again cost the deriver's loop about 5 µs per item. One entry per schema the process
@@ -61,3 +54,6 @@ export const perSchema = (
     return text
   }
 }
+
+/** Queue migration `version`, `name`: its statements, written from a schema's queue names. */
+export const migration = Migrator.withNames(names)

@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import { type Migrator, SchemaName } from "@resilience/schema"
+import { Migrator, SchemaName } from "@resilience/schema"
 
 /** The domain's objects in one schema, quoted and qualified. */
 export interface Names {
@@ -52,11 +52,7 @@ export const names = (schema: SchemaName.SchemaName): Names => ({
 })
 
 /** Domain migration `version`, `name`: its statements, written from a schema's domain names. */
-export const migration = (
-  version: number,
-  name: string,
-  statements: (objects: Names) => ReadonlyArray<string>
-): Migrator.Migration => ({ version, name, up: (schema) => statements(names(schema)) })
+export const migration = Migrator.withNames(names)
 
 /** A statement: its text for a schema, made on first use and kept (one entry per schema the process uses). */
 export type Statement = (schema: SchemaName.SchemaName) => string
