@@ -51,7 +51,7 @@ const dbName = new URL(url).pathname.slice(1)
 const instanceId = envNumber("BENCH_INSTANCE_ID", 0)
 /** ADAPTER_WAKE=false (a diagnostic): no wake after an enqueue, pickup by the poll schedule alone. */
 const wakeAfterEnqueue = process.env.ADAPTER_WAKE !== "false"
-/** ADAPTER_PREFETCH (a diagnostic): `DERIVER_PREFETCH`'s value instead of its default (as many units as workers). */
+/** ADAPTER_PREFETCH (a diagnostic): `DERIVER_PREFETCH`'s value instead of its default (twice the workers). */
 const prefetch = process.env.ADAPTER_PREFETCH === undefined ? undefined : envNumber("ADAPTER_PREFETCH", 0)
 
 const emit = (record: Record<string, unknown>) =>

@@ -16,8 +16,8 @@
  * reports the items recorded in that time), BENCH_LATENCY_ROUNDS the busy-latency rounds (default 10).
  * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements and retries (after claim)
  * only when named; BENCH_WAITING the items waiting for a retry, default 100,000), BENCH_LABELS (defaults, tuned),
- * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (0: units claimed
- * ahead of a free worker; other values are labelled in the table).
+ * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (default: the
+ * configuration's, twice the workers; other values, units claimed beyond the workers, are labelled in the table).
  *
  * Part `steady` (only when named; issue #45): a fresh schema, autovacuum off on its two tables (no ANALYZE until the
  * end), takes single-item units at a steady BENCH_RATE a second (default 500; every 100 ms the items due by then)
@@ -332,11 +332,15 @@ const labels = list("BENCH_LABELS", "defaults,tuned") as ReadonlyArray<"defaults
 const unitSizes = list("BENCH_UNIT_SIZES", "10,1").map(Number)
 const pools = list("BENCH_POOLS", "queue,null") as ReadonlyArray<"null" | "queue">
 const workerCounts = list("BENCH_WORKERS", "1,8").map(Number)
-/** Units claimed ahead of a free worker (`DeriverConfig.prefetch`): the default's value, then others, labelled. */
-const prefetches = list("BENCH_PREFETCH", "0").map(Number)
+/**
+ * Units claimed beyond the workers (`DeriverConfig.prefetch`): `default` (the configuration's default for the worker
+ * count), then other values, labelled.
+ */
+const prefetches = list("BENCH_PREFETCH", "default").map((value) => value === "default" ? undefined : Number(value))
 
 /** A throughput run: its settings and the figure measured. */
 interface Run {
+  /** The units claimed beyond the workers the run had. */
   readonly prefetch: number
   readonly label: "defaults" | "tuned"
   readonly poolClass: "null" | "queue"
@@ -376,7 +380,7 @@ const throughput = (
   poolClass: Run["poolClass"],
   workers: number,
   unitSize: number,
-  prefetch: number
+  prefetch: number | undefined
 ) =>
   Effect.gen(function*() {
     const schema = SchemaName.makeUnsafe(`bench_tp_${runs++}`)
@@ -388,12 +392,13 @@ const throughput = (
         (_, i) => ({ workUnitKey: `unit-${i % units}`, taskType: "noop", payload: {} })
       )
     )
-    const config = {
-      ...(yield* Effect.orDie(
-        DeriverConfig.make({ workers, ...(label === "defaults" ? productionDefaults : tunedInterval) })
-      )),
-      prefetch
-    }
+    const config = yield* Effect.orDie(
+      DeriverConfig.make({
+        workers,
+        ...(label === "defaults" ? productionDefaults : tunedInterval),
+        ...(prefetch === undefined ? {} : { prefetch })
+      })
+    )
     const statsBefore = yield* dbStats
     let handled = 0
     // the path the units took: polls by outcome and the units the polls claimed (the rest were claimed along)
@@ -435,7 +440,17 @@ const throughput = (
     const statsAfter = yield* dbStats
     yield* db.query(`DROP SCHEMA ${SchemaName.quote(schema)} CASCADE`)
     const checkouts = statsAfter.checkouts - statsBefore.checkouts
-    return { prefetch, label, poolClass, workers, unitSize, items: recorded, seconds, polls, checkouts } satisfies Run
+    return {
+      prefetch: config.prefetch,
+      label,
+      poolClass,
+      workers,
+      unitSize,
+      items: recorded,
+      seconds,
+      polls,
+      checkouts
+    } satisfies Run
   })
 
 /**
@@ -831,7 +846,9 @@ const program = Effect.gen(function*() {
           for (const poolClass of pools) {
             for (const workers of workerCounts) {
               yield* log(
-                `throughput (${label}, prefetch ${prefetch}): ${throughputItems} no-op items in units of ${unitSize}, ` +
+                `throughput (${label}, prefetch ${
+                  prefetch ?? "default"
+                }): ${throughputItems} no-op items in units of ${unitSize}, ` +
                   `WORKERS=${workers}, DB_POOL_CLASS=${poolClass}…`
               )
               const run = yield* throughput(label, poolClass, workers, unitSize, prefetch).pipe(
@@ -880,7 +897,7 @@ const program = Effect.gen(function*() {
   if (parts.has("throughput")) {
     yield* log(
       "\nno-op throughput (defaults = production defaults: base 1 s, max 30 s, jitter 0.5, batch 20, startup" +
-        " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed ahead of a free worker, 0 = the default)\n"
+        " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed beyond the workers, by default twice the workers)\n"
     )
     yield* log(
       "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |" +

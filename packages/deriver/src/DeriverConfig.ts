@@ -51,7 +51,7 @@ export interface DeriverConfig {
   /** Items fetched per round trip while draining a unit (`DERIVER_BATCH_SIZE`). */
   readonly batchSize: number
   /**
-   * Units claimed beyond the workers (`DERIVER_PREFETCH`; default: as many as {@link workers}, at most 1,000). Each is held by a
+   * Units claimed beyond the workers (`DERIVER_PREFETCH`; default: twice {@link workers}, at most 1,000). Each is held by a
    * fiber of its own and waits for one of the `workers` handler slots; while one unit's record is on its way to the
    * database, another unit's handler runs, and the records of all the units that finished meanwhile go out in one
    * statement. 0: claim only for free workers, each waiting for its own record (the behaviour before 0.3.0).
@@ -130,7 +130,7 @@ const settings = {
   staleWorkUnitCleanupIntervalSeconds: "number",
   shutdownGraceSeconds: "number",
   batchSize: "number",
-  /** Default: {@link DeriverConfig.workers}. */
+  /** Default: twice {@link DeriverConfig.workers}. */
   prefetch: "number",
   overloadSlowPollSeconds: "number",
   /** Default: ten times the max interval. */
@@ -230,7 +230,7 @@ const invalid = (parameter: string, value: unknown, allowed: string) =>
 // Range checks are `@resilience/parameters`' (`Parameters.check` and its schemas); values are checked in the
 // environment's units.
 const positiveInteger = Parameters.check(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
-/** The most units claimed beyond the workers (the default, the worker count, stops there too). */
+/** The most units claimed beyond the workers (the default, twice the worker count, stops there too). */
 const maxPrefetch = 1000
 const prefetchRange = Parameters.check(
   Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(maxPrefetch)),
@@ -321,7 +321,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      prefetch: yield* prefetchRange(input.prefetch ?? Math.min(workers, maxPrefetch), names.prefetch),
+      prefetch: yield* prefetchRange(input.prefetch ?? Math.min(2 * workers, maxPrefetch), names.prefetch),
       claimAlong: true,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,

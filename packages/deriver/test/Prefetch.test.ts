@@ -74,9 +74,9 @@ layer(Database, { excludeTestServices: true })("prefetch (PostgreSQL)", (it) => 
       })
     ))
 
-  it.effect("the default claims as many units beyond the workers as there are workers; 0 claims for free workers only", () =>
+  it.effect("the default claims twice as many units beyond the workers as there are workers; 0 claims for free workers only", () =>
     Effect.gen(function*() {
-      for (const [prefetch, expected] of [[undefined, 6], [0, 3]] as const) {
+      for (const [prefetch, expected] of [[undefined, 9], [0, 3]] as const) {
         yield* withScope((scope) =>
           Effect.gen(function*() {
             const { deriver, open, owned, running } = yield* blocked(scope, 3, prefetch)
