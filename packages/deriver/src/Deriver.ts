@@ -200,13 +200,13 @@ const classifyPollFailure = (error: unknown): Overload.PollResult =>
 
 /**
  * How many units the process can start now: none while its gate is blocked (an outage), else what the
- * gate's concurrency limit leaves beyond the units already held (each needs checkouts to make progress).
+ * gate's concurrency limit, scaled by (workers + prefetch) / workers, leaves beyond the units already held (each
+ * needs checkouts to make progress; under overload the units claimed beyond the workers shrink with the limit).
  */
 const capacity = <R>(ctx: Shared<R>) => (held: number): Effect.Effect<number | "blocked"> =>
   Effect.gen(function*() {
     if (yield* ctx.gate.blocked) return "blocked" as const
     const state = yield* ctx.gate.state
-    // units claimed beyond the workers scale with the limit: an overloaded database gets fewer of them too
     const { prefetch, workers } = ctx.config
     return Math.max(0, Math.floor((state.limit.limit * (workers + prefetch)) / workers) - held)
   })
