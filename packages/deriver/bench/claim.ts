@@ -45,7 +45,7 @@ import * as Handlers from "../src/Handlers.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
 import type * as Scheduling from "../src/Scheduling.ts"
-import { claimStatements, recordStatements } from "../test/InstalledStatements.ts"
+import { claimStatements, releasedRecordStatement } from "../test/InstalledStatements.ts"
 import { freshQueue } from "./support.ts"
 
 const processedRows = Number(process.env.BENCH_ROWS ?? 1_000_000)
@@ -255,7 +255,7 @@ const statements = (url: string, units: number, mode: keyof typeof statementMode
         : claimStatements(schema).due
       const recordText = mode === "functions"
         ? `SELECT owned, marked FROM ${recordDone}`
-        : recordStatements(schema).any
+        : releasedRecordStatement(schema)
       let claimMillis = 0
       let recordMillis = 0
       const started = now()

@@ -33,8 +33,14 @@ export const claimStatements = (schema: SchemaName.SchemaName) => {
   return { due: statements[0]!, ready: statements[1]!, dueTest: test! }
 }
 
-/** `queue_record`'s statement for outcomes with retries or dead letters (`any`) and `queue_record_done`'s (`done`). */
-export const recordStatements = (schema: SchemaName.SchemaName) => ({
-  any: parts(functionText(schema, "queue_record(jsonb, text, text, boolean, bigint)")).statements[0]!,
-  done: parts(functionText(schema, "queue_record_done(jsonb, text, text, boolean, bigint)")).statements[0]!
-})
+/**
+ * The record's statement as release 0.2.0 ran it (`queue_record` of migration 7, one statement: the ownership row's
+ * heartbeat or release with the marks): what the bench's plain-statement modes send. The later functions record in
+ * three statements (the ownership row locked, the marks, then the heartbeat or release) and have no single one.
+ */
+export const releasedRecordStatement = (schema: SchemaName.SchemaName): string => {
+  const texts = QueueSchema.migrations.find((migration) => migration.version === 7)!.up(schema)
+  const record = texts.find((text) => text.includes(`${SchemaName.qualify(schema, "queue_record")}(`))
+  if (record === undefined) throw new Error("migration 7 creates no queue_record")
+  return parts(record).statements[0]!
+}

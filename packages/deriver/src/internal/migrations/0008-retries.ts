@@ -28,6 +28,26 @@
 import type { Migrator } from "@resilience/schema"
 import * as Names from "../Names.ts"
 
+/**
+ * A record's first step (`queue_record`, `queue_record_done`): the unit's ownership row (owner $3, claim $5, unit $2)
+ * locked alone; when the claim no longer holds, the record ends there with `(false, 0)`.
+ */
+const lockOwnership = (sessions: string) =>
+  `  PERFORM FROM ${sessions} WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT false, 0;
+    RETURN;
+  END IF;`
+
+/** A record's last step, after the marks (`n` of them): with $4 the ownership row deleted, else its heartbeat bumped. */
+const releaseOrBeat = (sessions: string) =>
+  `  IF $4 THEN
+    DELETE FROM ${sessions} WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint;
+  ELSE
+    UPDATE ${sessions} SET last_updated = now() WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint;
+  END IF;
+  RETURN QUERY SELECT true, n;`
+
 export const migration: Migrator.Migration = Names.migration(
   8,
   "retries, dead letters and items that run later",
@@ -158,33 +178,36 @@ END
 $body$`,
     // queue_record(outcomes, unit, owner, release, claim id): $1 a JSON array of { id, error, retry_at, dead } (an
     // outcome of only { id, error }, as a previous release sends, is processed or failed as before). Only while
-    // the claim holds (owner $3 and id $5 of unit $2, in the same statement): with $4 it deletes the ownership row
-    // (`released`), else bumps its heartbeat (`beat`); every outcome counts one attempt and keeps its error as the
+    // the claim holds (owner $3 and id $5 of unit $2): every outcome counts one attempt and keeps its error as the
     // item's last_error; a done outcome marks the item processed with who completed it; a retry sets its run_at,
-    // a dead letter sets dead_at and the time infinity (both stay unprocessed). A retry also moves the unit's
-    // later items to its time: they could not run before it anyway, and so they leave the claim's walk of
-    // untimed items for the walk of timed ones. A batch of done outcomes only (the common case) takes the second
-    // branch, the statement of queue_record_done: two statements, two plans.
+    // a dead letter sets dead_at and the time infinity (both stay unprocessed); then with $4 it deletes the
+    // ownership row, else bumps its heartbeat. A retry also moves the unit's later items to its time: they could
+    // not run before it anyway, and so they leave the claim's walk of untimed items for the walk of timed ones. A
+    // batch of done outcomes only (the common case) takes the second branch, queue_record_done.
+    //
+    // The order of a record's statements (both functions): the ownership row locked alone (FOR UPDATE, which a
+    // claim's insert of that unit's row does not wait for), then the marks, then the delete or heartbeat. A claim
+    // whose snapshot predates the unit's claim can lock the unit's first item (the claimer committed, so the lock
+    // is free) and then insert the unit's ownership row; had the record already deleted or bumped that row in its
+    // open transaction, the insert would wait for the record while the record's mark waits for the item's lock: a
+    // deadlock (seen at 1,600 jobs/s, issue #47; Queue.test.ts reproduces it). Locked first and changed last, the
+    // row never makes the claim wait while the record waits for the claim.
     `CREATE OR REPLACE FUNCTION ${record}(jsonb, text, text, boolean, bigint)
   RETURNS TABLE (owned boolean, marked integer)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
 AS $body$
 #variable_conflict use_column
+DECLARE
+  n integer;
 BEGIN
   IF jsonb_path_exists($1, '$[*] ? (@.retry_at != null || @.dead == true)') THEN
-    RETURN QUERY
+${lockOwnership(sessions)}
     WITH outcome AS (
       SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error,
              to_timestamp((o ->> 'retry_at')::float8 / 1000) AS retry_at,
              coalesce((o ->> 'dead')::boolean, false) AS dead,
              o ->> 'retry_at' IS NULL AND NOT coalesce((o ->> 'dead')::boolean, false) AS done
       FROM jsonb_array_elements($1::jsonb) AS o
-    ), beat AS (
-      UPDATE ${sessions} SET last_updated = now()
-      WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND NOT $4::boolean RETURNING 1
-    ), released AS (
-      DELETE FROM ${sessions}
-      WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
     ), marked AS (
       UPDATE ${queue} q
       SET processed = outcome.done,
@@ -198,7 +221,6 @@ BEGIN
           processed_at = CASE WHEN outcome.done THEN clock_timestamp() END
       FROM outcome
       WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
-        AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
       RETURNING q.id
     ), retried AS (
       SELECT min(id) AS id, max(retry_at) AS retry_at FROM outcome WHERE retry_at IS NOT NULL
@@ -207,11 +229,10 @@ BEGIN
       FROM retried
       WHERE retried.id IS NOT NULL AND q.work_unit_key = $2 AND q.id > retried.id AND NOT q.processed
         AND q.dead_at IS NULL AND (q.run_at IS NULL OR q.run_at < retried.retry_at)
-        AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
       RETURNING 1
     )
-    SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
-           (SELECT count(*) FROM marked)::int AS marked;
+    SELECT count(*) INTO n FROM marked;
+${releaseOrBeat(sessions)}
   ELSE
     RETURN QUERY
     SELECT d.owned, d.marked FROM ${recordDone}($1, $2, $3, $4, $5) d;
@@ -219,34 +240,24 @@ BEGIN
 END
 $body$`,
     // queue_record_done: queue_record for a batch whose outcomes are all done (processed, with or without an
-    // error), without the retry's steps; the deriver calls it directly for such a batch.
+    // error), without the retry's steps, in the same order; the deriver calls it directly for such a batch.
     `CREATE FUNCTION ${recordDone}(jsonb, text, text, boolean, bigint)
   RETURNS TABLE (owned boolean, marked integer)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
 AS $body$
 #variable_conflict use_column
+DECLARE
+  n integer;
 BEGIN
-  RETURN QUERY
-  WITH outcome AS (
-    SELECT (o ->> 'id')::bigint AS id, o ->> 'error' AS error FROM jsonb_array_elements($1::jsonb) AS o
-  ), beat AS (
-    UPDATE ${sessions} SET last_updated = now()
-    WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND NOT $4::boolean RETURNING 1
-  ), released AS (
-    DELETE FROM ${sessions}
-    WHERE work_unit_key = $2 AND owner = $3 AND id = $5::bigint AND $4::boolean RETURNING 1
-  ), marked AS (
-    UPDATE ${queue} q
-    SET processed = true, error = outcome.error, attempts = q.attempts + 1,
-        last_error = coalesce(outcome.error, q.last_error),
-        processed_by = $3, processed_claim = $5::bigint, processed_at = clock_timestamp()
-    FROM outcome
-    WHERE q.id = outcome.id AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL
-      AND (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released))
-    RETURNING q.id
-  )
-  SELECT (EXISTS (SELECT 1 FROM beat) OR EXISTS (SELECT 1 FROM released)) AS owned,
-         (SELECT count(*) FROM marked)::int AS marked;
+${lockOwnership(sessions)}
+  UPDATE ${queue} q
+  SET processed = true, error = o ->> 'error', attempts = q.attempts + 1,
+      last_error = coalesce(o ->> 'error', q.last_error),
+      processed_by = $3, processed_claim = $5::bigint, processed_at = clock_timestamp()
+  FROM jsonb_array_elements($1::jsonb) AS o
+  WHERE q.id = (o ->> 'id')::bigint AND q.work_unit_key = $2 AND NOT q.processed AND q.dead_at IS NULL;
+  GET DIAGNOSTICS n = ROW_COUNT;
+${releaseOrBeat(sessions)}
 END
 $body$`
   ]

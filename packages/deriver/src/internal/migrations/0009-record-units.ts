@@ -5,9 +5,11 @@
  * `queue_record_units(units, owner, claim limit, batch size, now)`: `$1` a JSON array of
  * `{ unit, claim, release, outcomes: [{ id, error }] }`, every outcome done (processed, with or without an error;
  * retries and dead letters go through `queue_record`). For each unit, only while its claim holds (owner `$2` and
- * the claim's id, in the same statement): with `release` its ownership row is deleted, else its heartbeat bumped;
- * its outcomes mark their items processed with who completed them, as `queue_record_done` does for one unit. One
- * row per unit: whether its claim held and how many items it marked. Then, when `$3` > 0, `queue_claim($3, $2, $4,
+ * the claim's id): its outcomes mark their items processed with who completed them, as `queue_record_done` does
+ * for one unit; then with `release` its ownership row is deleted, else its heartbeat bumped. In
+ * `queue_record_done`'s order (migration 8): the held ownership rows locked alone, the marks, then the deletes and
+ * heartbeats, so a claim never waits for a record that waits for it. One row per unit: whether its claim held and
+ * how many items it marked. Then, when `$3` > 0, `queue_claim($3, $2, $4,
  * $5)` in a statement of its own (a new snapshot: it sees the releases), one row per claimed unit with its first
  * batch: the units the freed workers take next, in the same round trip.
  *
@@ -34,21 +36,12 @@ AS $body$
 BEGIN
   RETURN QUERY
   WITH unit AS (
-    SELECT u ->> 'unit' AS key, (u ->> 'claim')::bigint AS claim, (u ->> 'release')::boolean AS release,
-           u -> 'outcomes' AS outcomes
+    SELECT u ->> 'unit' AS key, (u ->> 'claim')::bigint AS claim, u -> 'outcomes' AS outcomes
     FROM jsonb_array_elements($1) AS u
-  ), beat AS (
-    UPDATE ${sessions} s SET last_updated = now()
-    FROM unit
-    WHERE s.work_unit_key = unit.key AND s.owner = $2 AND s.id = unit.claim AND NOT unit.release
-    RETURNING s.work_unit_key AS key
-  ), released AS (
-    DELETE FROM ${sessions} s
-    USING unit
-    WHERE s.work_unit_key = unit.key AND s.owner = $2 AND s.id = unit.claim AND unit.release
-    RETURNING s.work_unit_key AS key
   ), held AS (
-    SELECT key FROM beat UNION ALL SELECT key FROM released
+    SELECT s.work_unit_key AS key
+    FROM ${sessions} s JOIN unit ON s.work_unit_key = unit.key AND s.owner = $2 AND s.id = unit.claim
+    FOR UPDATE OF s
   ), outcome AS (
     SELECT unit.key, unit.claim, (o ->> 'id')::bigint AS id, o ->> 'error' AS error
     FROM unit, jsonb_array_elements(unit.outcomes) AS o
@@ -64,6 +57,14 @@ BEGIN
   SELECT unit.key, held.key IS NOT NULL,
          (SELECT count(*) FROM marked WHERE marked.key = unit.key)::int, NULL::text, NULL::text
   FROM unit LEFT JOIN held ON held.key = unit.key;
+  UPDATE ${sessions} s SET last_updated = now()
+  FROM jsonb_array_elements($1) AS u
+  WHERE s.work_unit_key = u ->> 'unit' AND s.owner = $2 AND s.id = (u ->> 'claim')::bigint
+    AND NOT (u ->> 'release')::boolean;
+  DELETE FROM ${sessions} s
+  USING jsonb_array_elements($1) AS u
+  WHERE s.work_unit_key = u ->> 'unit' AND s.owner = $2 AND s.id = (u ->> 'claim')::bigint
+    AND (u ->> 'release')::boolean;
   IF $3 > 0 THEN
     RETURN QUERY
     SELECT c.work_unit_key, NULL::boolean, NULL::integer, c.id, c.items FROM ${claim}($3, $2, $4, $5) c;
