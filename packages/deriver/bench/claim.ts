@@ -17,7 +17,7 @@
  * Comma lists choose what runs: BENCH_PARTS (claim, throughput, latency; statements and retries (after claim)
  * only when named; BENCH_WAITING the items waiting for a retry, default 100,000), BENCH_LABELS (defaults, tuned),
  * BENCH_UNIT_SIZES (10, 1), BENCH_POOLS (queue, null), BENCH_WORKERS (1, 8), BENCH_PREFETCH (default: the
- * configuration's, twice the workers; other values, units claimed beyond the workers, are labelled in the table).
+ * configuration's, 8 per worker; other values, units claimed beyond the workers, are labelled in the table).
  *
  * Part `steady` (only when named; issue #45): a fresh schema, autovacuum off on its two tables (no ANALYZE until the
  * end), takes single-item units at a steady BENCH_RATE a second (default 500; every 100 ms the items due by then)
@@ -897,7 +897,7 @@ const program = Effect.gen(function*() {
   if (parts.has("throughput")) {
     yield* log(
       "\nno-op throughput (defaults = production defaults: base 1 s, max 30 s, jitter 0.5, batch 20, startup" +
-        " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed beyond the workers, by default twice the workers)\n"
+        " jitter off; tuned = base 0.01 s, max 0.1 s; prefetch: units claimed beyond the workers, by default 8 per worker)\n"
     )
     yield* log(
       "| settings | prefetch | DB_POOL_CLASS | WORKERS | items per unit | items recorded | seconds | items/s | units/s |" +

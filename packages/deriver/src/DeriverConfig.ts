@@ -51,10 +51,12 @@ export interface DeriverConfig {
   /** Items fetched per round trip while draining a unit (`DERIVER_BATCH_SIZE`). */
   readonly batchSize: number
   /**
-   * Units claimed beyond the workers (`DERIVER_PREFETCH`; default: twice {@link workers}, at most 1,000). Each is held by a
-   * fiber of its own and waits for one of the `workers` handler slots; while one unit's record is on its way to the
-   * database, another unit's handler runs, and the records of all the units that finished meanwhile go out in one
-   * statement. 0: claim only for free workers, each waiting for its own record (the behaviour before 0.3.0).
+   * Units claimed beyond the workers (`DERIVER_PREFETCH`; default: 8 × {@link workers}, at most 1,000). Each is held
+   * by a fiber of its own and waits for one of the `workers` handler slots; while one unit's record is on its way to
+   * the database, another unit's handler runs, and the records of all the units that finished meanwhile go out in one
+   * statement, which claims as many next units: the more units in flight, the fewer statements per unit (a claim's
+   * walk costs about the same for 10 units as for 30). 0: claim only for free workers, each waiting for its own
+   * record (the behaviour before 0.3.0).
    */
   readonly prefetch: number
   /**
@@ -230,7 +232,9 @@ const invalid = (parameter: string, value: unknown, allowed: string) =>
 // Range checks are `@resilience/parameters`' (`Parameters.check` and its schemas); values are checked in the
 // environment's units.
 const positiveInteger = Parameters.check(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)), "an integer >= 1")
-/** The most units claimed beyond the workers (the default, twice the worker count, stops there too). */
+/** Units claimed beyond the workers by default, per worker (issue #47: docs/results/job-queue-harness.md). */
+const prefetchPerWorker = 8
+/** The most units claimed beyond the workers (the default stops there too). */
 const maxPrefetch = 1000
 const prefetchRange = Parameters.check(
   Schema.Int.check(Schema.isGreaterThanOrEqualTo(0), Schema.isLessThanOrEqualTo(maxPrefetch)),
@@ -321,7 +325,7 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      prefetch: yield* prefetchRange(input.prefetch ?? Math.min(2 * workers, maxPrefetch), names.prefetch),
+      prefetch: yield* prefetchRange(input.prefetch ?? Math.min(prefetchPerWorker * workers, maxPrefetch), names.prefetch),
       claimAlong: true,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,

@@ -29,7 +29,7 @@ describe("DeriverConfig", () => {
         cleanupIntervalMillis: 60_000,
         shutdownGraceMillis: 10_000,
         batchSize: 20,
-        prefetch: 2,
+        prefetch: 8,
         claimAlong: true,
         overload: { slowPollMillis: 2000, maxMillis: 300_000, multiplier: 2, recoveryMillis: 30_000 },
         overloadEnabled: true,
@@ -58,8 +58,8 @@ describe("DeriverConfig", () => {
       )
       assert.strictEqual(
         (eight as Exit.Success<DeriverConfig.DeriverConfig>).value.prefetch,
-        16,
-        "twice as many units claimed beyond the workers as there are workers"
+        64,
+        "8 units claimed beyond the workers per worker"
       )
       const none = yield* read({ DERIVER_WORKERS: "8", DERIVER_PREFETCH: "0" })
       assert.strictEqual((none as Exit.Success<DeriverConfig.DeriverConfig>).value.prefetch, 0)

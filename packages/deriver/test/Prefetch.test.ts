@@ -74,15 +74,15 @@ layer(Database, { excludeTestServices: true })("prefetch (PostgreSQL)", (it) => 
       })
     ))
 
-  it.effect("the default claims twice as many units beyond the workers as there are workers; 0 claims for free workers only", () =>
+  it.effect("the default claims 8 units beyond the workers per worker; 0 claims for free workers only", () =>
     Effect.gen(function*() {
-      for (const [prefetch, expected] of [[undefined, 9], [0, 3]] as const) {
+      for (const [prefetch, expected] of [[undefined, 9], [0, 1]] as const) {
         yield* withScope((scope) =>
           Effect.gen(function*() {
-            const { deriver, open, owned, running } = yield* blocked(scope, 3, prefetch)
+            const { deriver, open, owned, running } = yield* blocked(scope, 1, prefetch)
             yield* Eventually.satisfying(`${expected} units held`, deriver.held, (held) => held.length === expected)
             yield* Eventually.satisfying(`${expected} ownership rows`, owned, (n) => n === expected)
-            assert.strictEqual(running.now, 3, `prefetch ${String(prefetch)}: the workers' handlers run`)
+            assert.strictEqual(running.now, 1, `prefetch ${String(prefetch)}: the worker's handler runs`)
             // the loop keeps polling while the workers are busy: it holds no more than that afterwards either
             yield* Effect.sleep("100 millis")
             assert.strictEqual((yield* deriver.held).length, expected, `prefetch ${String(prefetch)}: no more held`)
