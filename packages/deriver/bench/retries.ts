@@ -72,7 +72,9 @@ const flaky = (flakyMax: number) =>
     })
     const config = yield* DeriverConfig.make({
       pollingStartupJitterSeconds: 0,
-      workers: Number(process.env.BENCH_WORKERS ?? 4)
+      workers: Number(process.env.BENCH_WORKERS ?? 4),
+      // a diagnostic (labelled in the output): units claimed beyond the workers other than the default
+      ...(process.env.BENCH_PREFETCH === undefined ? {} : { prefetch: Number(process.env.BENCH_PREFETCH) })
     })
     const deriverScope = yield* Scope.make()
     const started = yield* Clock.currentTimeMillis
@@ -103,7 +105,7 @@ const flaky = (flakyMax: number) =>
       `\n${items} items, item i failing i mod ${
         flakyMax + 1
       } times; retry policy base ${baseMillis} ms, cap ${capMillis} ms; ` +
-        `production deriver defaults (workers ${config.workers})\n` +
+        `production deriver defaults (workers ${config.workers}, prefetch ${config.prefetch})\n` +
         `all processed: ${processed === items} (${processed} of ${items}) in ${seconds.toFixed(1)} s; ` +
         `${late.length} retries, their backoffs summing to ${(backoffSum / 1000).toFixed(1)} s\n` +
         `per retried item, (success − first run) ÷ its backoffs: p50 ${Stats.fixed(Stats.median(ratios), 2)}, ` +
@@ -177,7 +179,7 @@ const program = Effect.gen(function*() {
     yield* Scope.close(deriverScope, Exit.void)
     yield* Console.log(
       `\n${items.toLocaleString("en")} items, downstream failing for ${outageSeconds} s; default retry policy; ` +
-        `production deriver defaults (workers ${config.workers})\n`
+        `production deriver defaults (workers ${config.workers}, prefetch ${config.prefetch})\n`
     )
     yield* Console.log(`| seconds | handler runs | retries scheduled (per s) | successes (per s) |`)
     yield* Console.log(`|---|---:|---:|---:|`)

@@ -325,7 +325,10 @@ export const make = (input: Input = {}, names: Names = fieldNames): Effect.Effec
       cleanupIntervalMillis,
       shutdownGraceMillis,
       batchSize,
-      prefetch: yield* prefetchRange(input.prefetch ?? Math.min(prefetchPerWorker * workers, maxPrefetch), names.prefetch),
+      prefetch: yield* prefetchRange(
+        input.prefetch ?? Math.min(prefetchPerWorker * workers, maxPrefetch),
+        names.prefetch
+      ),
       claimAlong: true,
       overload: { slowPollMillis, maxMillis: overloadMaxMillis, multiplier, recoveryMillis },
       overloadEnabled: input.overloadEnabled ?? defaults.overloadEnabled,
