@@ -100,6 +100,11 @@ interface Shared<R> {
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
   /** The handler slots: at most `workers` handlers run at once, over `workers + prefetch` units in flight. */
   readonly slots: Semaphore.Semaphore
+  /**
+   * Set when a shutdown begins: a unit whose first handler has not started by the time it gets a slot is given up
+   * (not run; the shutdown's release frees its ownership row), so the grace goes to the units already running.
+   */
+  readonly stopping: { value: boolean }
 }
 
 /** One unit's record through {@link Shared.records}, and how many units its statement may claim along. */
@@ -366,6 +371,9 @@ const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost">
 // ---------------------------------------------------------------------------------------------------------
 // Items: run each handler, classify its outcome, record a batch's outcomes at once
 
+/** What {@link runHandler} returns for a unit it gave up before its first handler (a shutdown began). */
+const notStarted: unique symbol = Symbol("notStarted")
+
 /**
  * The outcome policy: runs the item's handler (in a handler slot, under the unit's heartbeat) and says what its
  * result means for the item, as the {@link Queue.Outcome} its record writes. Success marks the item, unless the
@@ -378,8 +386,9 @@ const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost">
 const runHandler = <R>(
   ctx: Shared<R>,
   item: Queue.Item,
-  whileRunning: Effect.Effect<never> | undefined
-): Effect.Effect<Queue.Outcome, HandlerMetDatabase, R> => {
+  whileRunning: Effect.Effect<never> | undefined,
+  unitStarted = true
+): Effect.Effect<Queue.Outcome | typeof notStarted, HandlerMetDatabase, R> => {
   const failed = (error: string | undefined): Effect.Effect<Queue.Outcome> => Effect.succeed({ item, error })
   const handler = Handlers.get(ctx.handlers, item.taskType)
   if (handler === undefined) return failed(`no handler registered for task type ${JSON.stringify(item.taskType)}`)
@@ -388,8 +397,14 @@ const runHandler = <R>(
       ? transient(ctx, item, error, undefined)
       : failed(error)
   const run = Effect.provideService(handler(item), DbSession, ctx.handlerSession)
-  return ctx.slots.withPermits(1)(whileRunning === undefined ? run : Effect.raceFirst(run, whileRunning)).pipe(
-    Effect.flatMap((value) => {
+  const inSlot = whileRunning === undefined ? run : Effect.raceFirst(run, whileRunning)
+  // a unit not started yet is given up when its slot comes after a shutdown began
+  const slotted = unitStarted
+    ? inSlot
+    : Effect.suspend((): Effect.Effect<unknown, unknown, R> => ctx.stopping.value ? Effect.succeed(notStarted) : inSlot)
+  return ctx.slots.withPermits(1)(slotted).pipe(
+    Effect.flatMap((value): Effect.Effect<Queue.Outcome | typeof notStarted> => {
+      if (value === notStarted) return Effect.succeed(notStarted)
       if (!Handlers.isResult(value) || value._tag === "Done") return failed(undefined)
       return value._tag === "Failed"
         ? failed(Failures.errorText(value.reason))
@@ -441,7 +456,12 @@ const transient = <R>(
  * not hold back the record of finished ones). Returns the outcomes not yet recorded, and whether a record
  * found the unit taken away.
  */
-const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray<Queue.Item>) =>
+const handleBatch = <R>(
+  ctx: Shared<R>,
+  claim: Queue.Claim,
+  batch: ReadonlyArray<Queue.Item>,
+  unitStarted: boolean
+) =>
   Effect.gen(function*() {
     let pending: Array<Queue.Outcome> = []
     let lost = false
@@ -461,9 +481,11 @@ const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray
       Effect.andThen(Effect.uninterruptible(flushPending)),
       Effect.andThen(Effect.never)
     )
-    for (const item of batch) {
+    for (const [i, item] of batch.entries()) {
       // with nothing pending (the batch's first item) there is nothing to record while it runs: no timer
-      const outcome = yield* Effect.result(runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning))
+      const outcome = yield* Effect.result(
+        runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning, unitStarted || i > 0)
+      )
       if (lost) return { pending, complete: false, lost, waiting: false }
       if (outcome._tag === "Failure") {
         yield* Metric.update(DeriverMetrics.itemDatabaseFailures, 1)
@@ -474,6 +496,7 @@ const handleBatch = <R>(ctx: Shared<R>, claim: Queue.Claim, batch: ReadonlyArray
         )
         return { pending, complete: false, lost, waiting: false }
       }
+      if (outcome.success === notStarted) return { pending, complete: false, lost, waiting: false, notStarted: true }
       pending.push(outcome.success)
       // a retry holds the rest of its unit back: the unit is released and waits for it
       if (outcome.success.retryAt !== undefined) return { pending, complete: true, lost, waiting: true }
@@ -629,6 +652,7 @@ type Drained =
   | { readonly _tag: "Released"; readonly next: ReadonlyArray<Claimed> }
   | { readonly _tag: "Drained"; readonly failures: PollBackoff.State }
   | { readonly _tag: "Lost" }
+  | { readonly _tag: "NotStarted" }
 
 /**
  * Drains a unit batch by batch (the first came with the claim; then read, handle, record: two checkouts per
@@ -656,7 +680,8 @@ const drainUnit = <R>(ctx: Shared<R>, claimed: Claimed, along: PollLoop.Along) =
       if (batch.success.length === 0) {
         return { _tag: "Drained", failures } as Drained
       }
-      const handled = yield* handleBatch(ctx, claim, batch.success)
+      const handled = yield* handleBatch(ctx, claim, batch.success, prefetched === undefined)
+      if ("notStarted" in handled) return { _tag: "NotStarted" } as Drained
       const release = handled.waiting || (handled.complete && batch.success.length < ctx.config.batchSize)
       const recorded = handled.lost
         ? { owned: false, marked: 0, next: [] as ReadonlyArray<Claimed> }
@@ -698,7 +723,8 @@ const releaseUnit = <R>(ctx: Shared<R>, claim: Queue.Claim, from: PollBackoff.St
 /**
  * A worker's whole job for one claimed unit: drain it and release it, under the claim's heartbeat, and record
  * how long it took. When a heartbeat finds the claim gone, the worker gives the unit up at once (its handler
- * is interrupted; the fenced statements would not let it read or complete anything anyway).
+ * is interrupted; the fenced statements would not let it read or complete anything anyway). A unit claimed ahead
+ * that gets its first handler slot after a shutdown began is given up unrun ({@link Shared.stopping}).
  */
 const processUnit =
   <R>(ctx: Shared<R>) => (claimed: Claimed, along: PollLoop.Along): Effect.Effect<ReadonlyArray<Claimed>, never, R> =>
@@ -708,10 +734,13 @@ const processUnit =
       const work = Effect.gen(function*() {
         const drained = yield* drainUnit(ctx, claimed, along)
         if (drained._tag === "Lost") return "lost" as const
+        if (drained._tag === "NotStarted") return "notStarted" as const
         if (drained._tag === "Drained") yield* releaseUnit(ctx, claim, drained.failures)
         return drained._tag === "Released" ? drained.next : []
       })
       const outcome = yield* Effect.raceFirst(work, keepAlive(ctx, claim))
+      // given up at shutdown before its first handler: its ownership row goes with the shutdown's release
+      if (outcome === "notStarted") return []
       if (outcome === "lost") {
         yield* Effect.logWarning("lost ownership of the unit (stale cleanup); gave it up").pipe(
           Effect.annotateLogs({ schema: ctx.schema, claim: claim.id })
@@ -796,7 +825,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       gate,
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false },
-      slots: yield* Semaphore.make(config.workers)
+      slots: yield* Semaphore.make(config.workers),
+      stopping: { value: false }
     }
     // the records of many units: a worker's own record goes out in its fiber, those that waited in a detached one
     const records: Shared<R>["records"] = yield* GroupCommit.make((units: ReadonlyArray<UnitRecord>) =>
@@ -826,6 +856,11 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       }
     )
     yield* Deferred.succeed(started, loop)
+    // Before the loop's own shutdown (finalizers run last added first): units not started give up their slot.
+    const stopping = Effect.sync(() => {
+      ctx.stopping.value = true
+    })
+    yield* Effect.addFinalizer(() => stopping)
     // interrupted when the scope closes
     yield* Effect.forkScoped(maintenance(ctx))
     // A wake is a committed write: evidence that the database answers, for the checkout gate's circuit as for
@@ -837,7 +872,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
     yield* Effect.logInfo("deriver started").pipe(
       Effect.annotateLogs({ schema, owner: ctx.owner, workers: config.workers })
     )
-    return { ...loop, wake, schema, owner: ctx.owner }
+    return { ...loop, shutdown: Effect.andThen(stopping, loop.shutdown), wake, schema, owner: ctx.owner }
   })
 
 /**

@@ -6,7 +6,7 @@ import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
 import { SchemaName } from "@resilience/schema"
 import { Eventually } from "@resilience/test-db"
-import { Deferred, Effect, Exit, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
 import type * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Enqueue from "../src/Enqueue.ts"
@@ -23,7 +23,8 @@ const blocked = (
   scope: Scope.Scope,
   workers: number,
   prefetch: number | undefined,
-  more: DeriverConfig.Input = {}
+  more: DeriverConfig.Input = {},
+  observer?: Deriver.Options<never>["observer"]
 ) =>
   Effect.gen(function*() {
     const schema = yield* freshSchema
@@ -47,7 +48,7 @@ const blocked = (
       })
     const config = yield* testConfig({ workers, ...more, ...(prefetch === undefined ? {} : { prefetch }) })
     const deriver = yield* Scope.provide(
-      Deriver.start({ schema, handlers: Handlers.make({ held: handler }), config }),
+      Deriver.start({ schema, handlers: Handlers.make({ held: handler }), config, observer }),
       scope
     )
     const owned = count(`SELECT count(*) FROM ${SchemaName.qualify(schema, "active_queue_sessions")}`)
@@ -102,5 +103,27 @@ layer(Database, { excludeTestServices: true })("prefetch (PostgreSQL)", (it) => 
       assert.strictEqual(running.runs, 1, "one handler slot: the two units beyond it never ran")
       assert.strictEqual(yield* owned, 0, "no ownership row left behind")
       assert.strictEqual(yield* unprocessed, units, "no item lost or recorded")
+    }))
+
+  it.effect("a shutdown gives up the units claimed ahead that have not started: the running one finishes, the others are released unrun", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const stopping = yield* Deferred.make<void>()
+      const { deriver, open, owned, running, unprocessed } = yield* blocked(
+        scope,
+        1,
+        2,
+        {},
+        (event) => event._tag === "Stopping" ? Deferred.succeed(stopping, undefined) : Effect.void
+      )
+      yield* Eventually.satisfying("3 units held", deriver.held, (held) => held.length === 3)
+      // the shutdown begins while one handler runs and two units wait for its slot; then the handler finishes
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* Deferred.await(stopping)
+      yield* Deferred.succeed(open, undefined)
+      yield* Fiber.join(closing)
+      assert.strictEqual(running.runs, 1, "the two units that waited for the slot were not started")
+      assert.strictEqual(yield* owned, 0, "no ownership row left behind")
+      assert.strictEqual(yield* unprocessed, units - 1, "the running unit's item recorded; the rest stay for later")
     }))
 })
