@@ -148,7 +148,10 @@ const scenario = (
         yield* Effect.sleep("30 millis") // the handler's own work, part of the scenario
         handled.set(item.id, (handled.get(item.id) ?? 0) + 1)
       })
-    const config = yield* testConfig({ workers: 3, ...configInput })
+    // Two units claimed beyond each deriver's 3 workers: both derivers hold units, so a fault on one leaves units
+    // for the other to take over. With the default (8 per worker: 27 a deriver), the first deriver to poll takes all
+    // 12 units and the other holds none.
+    const config = yield* testConfig({ workers: 3, prefetch: 2, ...configInput })
     const staleSeconds = config.staleTimeoutMillis / 1000
     const derivers = yield* Scope.make()
     // deriver-a reaches the server through a proxy that can partition it away.
