@@ -102,17 +102,19 @@ const recordUnitsCall = /queue_record_units"?\(/
  * for the record of many units. That one carries
  * the units of every worker that finished while the last record ran, so it runs only when two finish at once (here,
  * with 2 workers, a few times a run), and a few calls on new connections are mostly the planning of its statements
- * (PL/pgSQL plans each once per connection). It is held to the bound per unit it carried (the rows of its first inner
- * statement, one per unit, over that statement's calls), and, while it ran fewer than {@link hotCalls} times, by
- * that inner statement's own time (its execution: the planning is the call's): a JIT compile or a plan that reads
+ * (PL/pgSQL plans each once per connection). It is held to the bound per unit it carried (its statements run unit by
+ * unit: the calls of its ownership-row lock count the units), and, while it ran fewer than {@link hotCalls} times, by
+ * its inner statements' own time (their execution: the planning is the call's): a JIT compile or a plan that reads
  * the table still fails it.
  */
 const meanPerUnit = (row: Statement, rows: ReadonlyArray<Statement>) => {
   if (!(row.toplevel && recordUnitsCall.test(row.query))) return meanButSlowest(row)
-  const inner = rows.find((r) => !r.toplevel && r.query.startsWith("WITH unit AS"))
-  if (inner === undefined || inner.calls === 0) return row.mean
-  const units = Math.max(1, inner.rows / inner.calls)
-  return (row.calls >= hotCalls ? row.mean : inner.mean) / units
+  // its statements run unit by unit, each keyed by the unit (`u ->> 'unit'`); the ownership row's lock, once a unit
+  const inner = rows.filter((r) => !r.toplevel && /\bu ->> \$\d+/.test(r.query))
+  const units = inner.find((r) => r.query.includes("FOR UPDATE"))?.calls ?? 0
+  if (units === 0) return row.mean
+  const executed = inner.reduce((total, r) => total + r.mean * r.calls, 0)
+  return (row.calls >= hotCalls ? row.mean * row.calls : executed) / units
 }
 
 /**
