@@ -25,6 +25,7 @@ import {
   Exit,
   Layer,
   Metric,
+  Option,
   Predicate,
   Random,
   Result,
@@ -96,6 +97,13 @@ interface Shared<R> {
    * while the database fails, every connection attempt is a poll's (spec §8: one attempt per poll).
    */
   readonly answering: { value: boolean }
+  /**
+   * The maintenance round's hand-off to the poll: when a round is due the maintenance loop puts a deferred here, and
+   * the next poll that claims nothing takes it and runs the round on its own checkout (so an idle deriver makes no
+   * connection attempt for it on a `null` pool: one attempt per poll, as the spec counts them), then completes it
+   * with whether the round succeeded. A round no poll took within {@link handOffMillis} runs on a checkout of its own.
+   */
+  readonly maintenance: { due: Deferred.Deferred<boolean> | undefined }
   /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
   /** The handler slots: at most `workers` handlers run at once, over `workers + prefetch` units in flight. */
@@ -142,16 +150,20 @@ class HandlerMetDatabase extends Data.TaggedError("HandlerMetDatabase")<{ readon
 /**
  * One poll on one checkout: the claim of up to `limit` units with the first batch of each (hop 1 of a claim's
  * path, `PollLoop`'s `fetch`; then `dispatch` hands each unit to a worker, which runs {@link processUnit}). A poll that
- * claims nothing learns when the earliest waiting item comes due, and the loop wakes then ({@link DueWake}).
+ * claims nothing learns when the earliest waiting item comes due, and the loop wakes then ({@link DueWake}); if a
+ * maintenance round is due, it runs on the same checkout after the claim ({@link maintenanceAlong}).
  */
 const fetch = <R>(ctx: Shared<R>) => (limit: number) =>
   ctx.gate.runNow(
-    withClaimDeadline(
-      ctx,
+    withClaimDeadline(ctx, (claimed) =>
       ctx.session.withConnection((connection) =>
-        Queue.poll(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize)
-      )
-    ),
+        Queue.poll(connection, ctx.schema, limit, ctx.owner, ctx.config.batchSize).pipe(
+          Effect.tap(claimed),
+          Effect.tap((polled) =>
+            polled.claimed.length === 0 ? maintenanceAlong(ctx, connection) : Effect.void
+          )
+        )
+      )),
     { early: true }
   ).pipe(
     // nothing claimed, and an item waits for a known time: the loop wakes then, not at its schedule's next poll
@@ -183,16 +195,30 @@ const fetch = <R>(ctx: Shared<R>) => (limit: number) =>
 class ClaimTimedOut extends Data.TaggedError("ClaimTimedOut")<{ readonly timeoutMillis: number }> {}
 
 /**
- * The claim's own deadline: past it the poll is interrupted (the checkout closes its connection, which
- * cancels the statement on the server) and fails with {@link ClaimTimedOut}, an overload signal.
+ * The claim's own deadline: past it (the checkout plus the claim statement, not what runs on the checkout after the
+ * claim) the poll is interrupted (the checkout closes its connection, which cancels the statement on the server)
+ * and fails with {@link ClaimTimedOut}, an overload signal. `poll` calls `claimed` once its claim has answered.
  */
-const withClaimDeadline = <R, A, E, R2>(ctx: Shared<R>, poll: Effect.Effect<A, E, R2>) =>
-  poll.pipe(
-    Effect.timeoutOrElse({
-      duration: Duration.millis(ctx.config.claimTimeoutMillis),
-      orElse: () => Effect.fail(new ClaimTimedOut({ timeoutMillis: ctx.config.claimTimeoutMillis }))
-    })
-  )
+const withClaimDeadline = <R, A, E, R2>(
+  ctx: Shared<R>,
+  poll: (claimed: () => Effect.Effect<void>) => Effect.Effect<A, E, R2>
+) =>
+  Effect.suspend(() => {
+    let answered = false
+    return Effect.raceFirst(
+      poll(() =>
+        Effect.sync(() => {
+          answered = true
+        })
+      ),
+      Effect.andThen(
+        Effect.sleep(Duration.millis(ctx.config.claimTimeoutMillis)),
+        Effect.suspend(() =>
+          answered ? Effect.never : Effect.fail(new ClaimTimedOut({ timeoutMillis: ctx.config.claimTimeoutMillis }))
+        )
+      )
+    )
+  })
 
 /** What a failed poll says about overload: no connection, a claim cancelled by its timeout, or neither. */
 const classifyPollFailure = (error: unknown): Overload.PollResult =>
@@ -285,24 +311,56 @@ const cleanupStale = <R>(ctx: Shared<R>, connection: Connection) =>
     }
   })
 
-/** One maintenance round on one checkout through the gate: stale cleanup, history retention, depth sample. */
-const maintenanceRound = <R>(ctx: Shared<R>) =>
-  ctx.gate.runNow(
-    ctx.session.withConnection((connection) =>
-      Effect.gen(function*() {
-        yield* cleanupStale(ctx, connection)
-        yield* pruneHistory(ctx, connection)
-        yield* sampleDepth(ctx, connection)
-      })
+/** One maintenance round's statements on `connection`: stale cleanup, history retention, depth sample. */
+const roundOn = <R>(ctx: Shared<R>, connection: Connection) =>
+  Effect.gen(function*() {
+    yield* cleanupStale(ctx, connection)
+    yield* pruneHistory(ctx, connection)
+    yield* sampleDepth(ctx, connection)
+  })
+
+/**
+ * The poll's part of the hand-off ({@link Shared.maintenance}): when a round is due, it runs on the poll's checkout
+ * (after a claim that found nothing, so it delays no unit) and completes the hand-off with whether it succeeded; a
+ * failure is reported through the condition log and does not fail the poll, whose claim has succeeded.
+ */
+const maintenanceAlong = <R>(ctx: Shared<R>, connection: Connection) =>
+  Effect.suspend(() => {
+    const due = ctx.maintenance.due
+    if (due === undefined) return Effect.void
+    ctx.maintenance.due = undefined
+    return Effect.result(roundOn(ctx, connection)).pipe(
+      Effect.tap((round) =>
+        round._tag === "Success" ? Effect.void : ctx.conditions.report("maintenance round failed", round.failure)
+      ),
+      Effect.onExit((exit) => Deferred.succeed(due, Exit.isSuccess(exit) && exit.value._tag === "Success")),
+      Effect.asVoid
     )
+  })
+
+/** One maintenance round on a checkout of its own, through the gate. */
+const maintenanceRound = <R>(ctx: Shared<R>) =>
+  ctx.gate.runNow(ctx.session.withConnection((connection) => roundOn(ctx, connection)))
+
+/**
+ * How long a due round waits for a poll to take it before it runs on a checkout of its own: the longest an idle poll
+ * loop can take to poll again (its longest sleep, the poll backoff's cap jittered up, plus the claim's deadline), at
+ * most the cleanup interval. An idle deriver's rounds ride on its polls; a busy one's, whose polls claim units (or
+ * whose workers claim along with no poll at all), still run, up to that much later.
+ */
+const handOffMillis = (config: DeriverConfig.DeriverConfig) =>
+  Math.min(
+    config.backoff.maxMillis * (1 + config.backoff.ratio) + config.claimTimeoutMillis,
+    config.cleanupIntervalMillis
   )
 
 /**
  * The maintenance loop: a first round after a uniform delay up to the startup jitter, then one round per jittered
- * `DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS` (`Scheduling.cleanupDelay`). A round runs only while the
- * last poll that reached the database succeeded ({@link Shared.answering}); one that does not run, or fails (or
- * finds the gate full), is tried again after a jittered base poll interval; a failure is logged through the
- * condition log like a poll's. One checkout per round, through the gate.
+ * `DERIVER_STALE_WORK_UNIT_CLEANUP_INTERVAL_SECONDS` (`Scheduling.cleanupDelay`). A due round is handed to the next
+ * poll that claims nothing ({@link Shared.maintenance}); one no poll took within {@link handOffMillis} runs on a
+ * checkout of its own, through the gate, and only while the last poll that reached the database succeeded
+ * ({@link Shared.answering}). A round that does not run, or fails (or finds the gate full), is tried again after a
+ * jittered base poll interval; a failure is logged through the condition log like a poll's.
  */
 const maintenance = <R>(ctx: Shared<R>): Effect.Effect<never> =>
   Effect.gen(function*() {
@@ -310,13 +368,23 @@ const maintenance = <R>(ctx: Shared<R>): Effect.Effect<never> =>
     const draw = backoff.ratio === 0 ? Effect.succeed(0) : Random.next
     if (startupJitterMillis > 0) yield* Effect.sleep(Duration.millis(startupJitterMillis * (yield* Random.next)))
     while (true) {
-      const round = ctx.answering.value
-        ? yield* Effect.result(maintenanceRound(ctx))
-        : Result.fail({ _tag: "NotAnswering" as const })
-      if (round._tag === "Failure" && round.failure._tag !== "GateFull" && round.failure._tag !== "NotAnswering") {
-        yield* ctx.conditions.report("maintenance round failed", round.failure)
+      const due = yield* Deferred.make<boolean>()
+      ctx.maintenance.due = due
+      const along = yield* Effect.timeoutOption(Deferred.await(due), Duration.millis(handOffMillis(ctx.config)))
+      let ok: boolean
+      if (Option.isSome(along)) ok = along.value
+      else if (ctx.maintenance.due !== due) ok = yield* Deferred.await(due) // a poll took it and is running it
+      else {
+        ctx.maintenance.due = undefined
+        const round = ctx.answering.value
+          ? yield* Effect.result(maintenanceRound(ctx))
+          : Result.fail({ _tag: "NotAnswering" as const })
+        if (round._tag === "Failure" && round.failure._tag !== "GateFull" && round.failure._tag !== "NotAnswering") {
+          yield* ctx.conditions.report("maintenance round failed", round.failure)
+        }
+        ok = round._tag === "Success"
       }
-      const delayMillis = round._tag === "Success"
+      const delayMillis = ok
         ? Scheduling.cleanupDelay(cleanupIntervalMillis, backoff.ratio, yield* draw)
         : PollBackoff.sleepFrom(PollBackoff.initial(backoff), backoff, yield* draw)
       yield* Effect.sleep(Duration.millis(delayMillis))
@@ -825,6 +893,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       gate,
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false },
+      maintenance: { due: undefined },
       slots: yield* Semaphore.make(config.workers),
       stopping: { value: false }
     }

@@ -6,11 +6,41 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { DbSession } from "@resilience/db-session"
+import { SchemaName } from "@resilience/schema"
 import { CountingProxy, Eventually, TestDatabase } from "@resilience/test-db"
 import { Effect, Exit, Layer, Scope } from "effect"
 import * as Deriver from "../src/Deriver.ts"
+import type * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as Handlers from "../src/Handlers.ts"
+import type * as PollLoop from "../src/PollLoop.ts"
 import { Database, freshSchema, testConfig } from "./support.ts"
+
+/**
+ * A deriver with no handlers in a scope of its own, over a `null` pool through `proxy`'s `url`, reporting its loop's
+ * events to `observer`; closing the returned scope shuts it down.
+ */
+const startThrough = (
+  proxyUrl: string,
+  schema: SchemaName.SchemaName,
+  config: DeriverConfig.DeriverConfig,
+  observer: (event: PollLoop.Event) => Effect.Effect<void>
+) =>
+  Effect.gen(function*() {
+    const session = DbSession.layer({
+      url: proxyUrl,
+      connectTimeout: "1 second",
+      poolClass: "null",
+      poolSize: 1,
+      driver: "pg"
+    })
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(session, scope)
+    yield* Scope.provide(
+      Deriver.start({ schema, handlers: Handlers.empty, config, observer }).pipe(Effect.provide(context)),
+      scope
+    )
+    return scope
+  })
 
 layer(Database, { excludeTestServices: true })("Single attempt per poll (counting proxy)", (it) => {
   for (const overloadEnabled of [false, true]) {
@@ -21,13 +51,6 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
         const server = new URL(url)
         const proxy = yield* CountingProxy.start({ host: server.hostname, port: Number(server.port) })
         yield* proxy.setCut(true)
-        const session = DbSession.layer({
-          url: proxy.url(url),
-          connectTimeout: "1 second",
-          poolClass: "null",
-          poolSize: 1,
-          driver: "pg"
-        })
         const config = yield* testConfig({ overloadEnabled, pollingSleepMaxIntervalSeconds: 0.1 })
         let polls = 0
         let failed = 0
@@ -36,23 +59,18 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
         // decisions exactly one attempt. Counting at the decisions, not after the shutdown, leaves out a poll
         // that the shutdown interrupts between its attempt and its decision.
         const attemptsAtDecision: Array<number> = []
-        const scope = yield* Scope.make()
-        const context = yield* Layer.buildWithScope(session, scope)
-        yield* Scope.provide(
-          Deriver.start({
-            schema,
-            handlers: Handlers.empty,
-            config,
-            observer: (event) =>
-              event._tag !== "Polled" ? Effect.void : proxy.attempts.pipe(
-                Effect.map((attempts) => {
-                  polls += 1
-                  if (event.outcome === "error") failed += 1
-                  attemptsAtDecision.push(attempts)
-                })
-              )
-          }).pipe(Effect.provide(context)),
-          scope
+        const scope = yield* startThrough(
+          proxy.url(url),
+          schema,
+          config,
+          (event) =>
+            event._tag !== "Polled" ? Effect.void : proxy.attempts.pipe(
+              Effect.map((attempts) => {
+                polls += 1
+                if (event.outcome === "error") failed += 1
+                attemptsAtDecision.push(attempts)
+              })
+            )
         )
         // a count of polls, not a span of time (a loaded machine polls less often in 1.5 s)
         yield* Eventually.until(() => `8 polls (${polls} so far)`, Effect.sync(() => polls >= 8))
@@ -74,4 +92,53 @@ layer(Database, { excludeTestServices: true })("Single attempt per poll (countin
         assert.isAtMost(attempts - attemptsAtDecision.at(-1)!, 2, `attempts ${attempts} for ${polls} polls`)
       }))
   }
+})
+
+layer(Database, { excludeTestServices: true })("Idle cost: maintenance rides on the polls (counting proxy)", (it) => {
+  it.effect("an idle deriver on a null pool makes one connection attempt per poll, its maintenance rounds included", () =>
+    Effect.gen(function*() {
+      const schema = yield* freshSchema
+      const { url } = yield* TestDatabase
+      const db = yield* DbSession
+      const server = new URL(url)
+      const proxy = yield* CountingProxy.start({ host: server.hostname, port: Number(server.port) })
+      // polls at most ~0.3 s apart, a round due every ~1 s: each round is handed to a poll that claims nothing
+      const config = yield* testConfig({ staleWorkUnitCleanupIntervalSeconds: 1, staleSessionTimeoutMinutes: 5 })
+      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
+      /** An ownership row whose owner stopped ten minutes ago: only a maintenance round (the stale cleanup) deletes it. */
+      const orphan = (key: string) =>
+        db.query(
+          `INSERT INTO ${sessions} (work_unit_key, owner, last_updated)
+           VALUES ($1, 'crashed-instance', now() - interval '10 minutes')`,
+          [key]
+        )
+      const cleaned = (key: string) =>
+        Eventually.until(
+          `${key}'s stale row cleaned up`,
+          Effect.map(
+            db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${sessions} WHERE work_unit_key = $1`, [key]),
+            (rows) => rows[0]?.n === 0
+          )
+        )
+      let polls = 0
+      const scope = yield* startThrough(proxy.url(url), schema, config, (event) =>
+        Effect.sync(() => {
+          if (event._tag === "Polled") polls += 1
+        }))
+      // three rounds, each proved by the stale row it deleted (a round after the previous row was gone)
+      for (const key of ["first", "second", "third"]) {
+        yield* orphan(key)
+        yield* cleaned(key)
+      }
+      yield* Scope.close(scope, Exit.void)
+      const attempts = yield* proxy.attempts
+      assert.isAtLeast(polls, 3)
+      // the shutdown may add one checkout (its release of held units) and a poll it cut short after its attempt
+      assert.isAtLeast(attempts, polls - 1, `attempts ${attempts} for ${polls} polls`)
+      assert.isAtMost(
+        attempts,
+        polls + 1,
+        `attempts ${attempts} for ${polls} polls: the rounds made attempts of their own`
+      )
+    }))
 })
