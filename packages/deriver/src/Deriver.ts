@@ -28,8 +28,7 @@ import {
   Option,
   Predicate,
   Random,
-  Result,
-  Semaphore
+  Result
 } from "effect"
 import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
@@ -43,6 +42,7 @@ import * as ConditionLog from "./internal/ConditionLog.ts"
 import * as DueWake from "./internal/DueWake.ts"
 import * as GroupCommit from "./internal/GroupCommit.ts"
 import * as LoopLag from "./internal/LoopLag.ts"
+import * as Slots from "./internal/Slots.ts"
 import * as Maintenance from "./Maintenance.ts"
 import type * as Overload from "./Overload.ts"
 import * as PollLoop from "./PollLoop.ts"
@@ -106,8 +106,11 @@ interface Shared<R> {
   readonly maintenance: { due: Deferred.Deferred<boolean> | undefined }
   /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
-  /** The handler slots: at most `workers` handlers run at once, over `workers + prefetch` units in flight. */
-  readonly slots: Semaphore.Semaphore
+  /**
+   * The handler slots: at most `workers` handlers run at once, over `workers + prefetch` units in flight; a running
+   * unit's next item and a retry take a freed slot before a unit claimed ahead that has not started ({@link Slots}).
+   */
+  readonly slots: Slots.Slots
   /**
    * Set when a shutdown begins: a unit whose first handler has not started by the time it gets a slot is given up
    * (not run; the shutdown's release frees its ownership row), so the grace goes to the units already running.
@@ -470,7 +473,9 @@ const runHandler = <R>(
   const slotted = unitStarted
     ? inSlot
     : Effect.suspend((): Effect.Effect<unknown, unknown, R> => ctx.stopping.value ? Effect.succeed(notStarted) : inSlot)
-  return ctx.slots.withPermits(1)(slotted).pipe(
+  // a running unit's next item and a due retry go ahead of units claimed ahead that have not started
+  const line = unitStarted || (item.attempts ?? 0) > 0 ? "first" : "later"
+  return ctx.slots.withSlot(line)(slotted).pipe(
     Effect.flatMap((value): Effect.Effect<Queue.Outcome | typeof notStarted> => {
       if (value === notStarted) return Effect.succeed(notStarted)
       if (!Handlers.isResult(value) || value._tag === "Done") return failed(undefined)
@@ -894,7 +899,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false },
       maintenance: { due: undefined },
-      slots: yield* Semaphore.make(config.workers),
+      slots: yield* Slots.make(config.workers),
       stopping: { value: false }
     }
     // the records of many units: a worker's own record goes out in its fiber, those that waited in a detached one

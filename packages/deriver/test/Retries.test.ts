@@ -415,6 +415,40 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         assert.isAtMost(runs[0]!, runAt + lateBound, `ran ${runs[0]! - runAt} ms after its time`)
       })
   )
+
+  onFreshSchema(
+    "a due retry takes the next free handler slot, ahead of the units claimed beyond the workers that have not started",
+    (schema) =>
+      Effect.gen(function*() {
+        // one worker, eight units claimed ahead: r fails first, and its retry (due 10 ms later) is claimed along
+        // while up to eight units wait for the one slot, 100 ms each
+        const runs: Array<string> = []
+        const base = Handlers.make({
+          work: (item) =>
+            Effect.gen(function*() {
+              runs.push(`${item.workUnitKey}#${item.attempts ?? 0}`)
+              if (item.workUnitKey === "r" && (item.attempts ?? 0) === 0) {
+                return yield* new Handlers.Retry({ reason: "provider answered 503" })
+              }
+              yield* Effect.sleep(100)
+            })
+        })
+        const handlers = yield* Handlers.withRetries(base, "work", { maxAttempts: 3, base: 10, cap: 10 })
+        yield* enqueue(schema, [
+          { workUnitKey: "r", taskType: "work", payload: {} },
+          ...Array.from({ length: 12 }, (_, i) => ({ workUnitKey: `u${i}`, taskType: "work", payload: {} }))
+        ])
+        const config = yield* testConfig({ workers: 1, prefetch: 8 })
+        yield* processAll(schema, handlers, { config, maxMillis: 10_000 })
+        assert.strictEqual(runs.length, 14, runs.join(" "))
+        assert.strictEqual(runs[0], "r#0")
+        // the retry runs as soon as the slot is free after it was claimed: behind at most the unit running then
+        // and one more that got the slot first, not behind the eight waiting (index 9 or later)
+        const retry = runs.indexOf("r#1")
+        assert.isAtLeast(retry, 2, runs.join(" "))
+        assert.isAtMost(retry, 3, `the retry ran ${retry}th: ${runs.join(" ")}`)
+      })
+  )
 })
 
 describe("Retries.decide", () => {
