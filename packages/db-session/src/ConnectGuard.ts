@@ -19,7 +19,9 @@ import type { CheckoutError } from "./Errors.ts"
 /**
  * Runs one connection attempt, or holds it back: `attempt` is the pool's single attempt (already bounded by
  * the connect timeout); the guard may wait before it, fail instead of it (with a `DatabaseUnavailable` coded
- * {@link heldCode}), and observe how it ended. It must not run it twice.
+ * {@link heldCode}), and observe how it ended. It must not run it twice. The `queue` pool's `attempt` first takes a
+ * slot of the pool (a checkout holds none while its guard waits): it may end in `POOL_EXHAUSTED`
+ * (`Classify.isPoolExhausted`) with no connection tried, which is no evidence about the database.
  *
  * @since 0.2.0
  * @category models

@@ -29,7 +29,7 @@
  * @since 0.2.0
  */
 import { Controller, type Outcome, type Shed } from "@resilience/admission"
-import { ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-session"
+import { Classify, ConnectGuard, DatabaseUnavailable, DbSession } from "@resilience/db-session"
 import type { PollBackoff } from "@resilience/jitter"
 import { Clock, Data, Deferred, Effect, type Exit, Predicate } from "effect"
 
@@ -135,7 +135,8 @@ export const make = (options: {
     const remember = <A, E, R>(connect: Effect.Effect<A, E, R>) =>
       Effect.tapError(connect, (error) =>
         Effect.sync(() => {
-          if (Predicate.isTagged(error, "DatabaseUnavailable")) {
+          // a wait in vain for the process's own pool inside the guard (`queue` pool) tried no connection
+          if (Predicate.isTagged(error, "DatabaseUnavailable") && !Classify.isPoolExhausted(error)) {
             lastReason = (error as unknown as DatabaseUnavailable).reason
           }
         }))
