@@ -102,16 +102,18 @@ const recordUnitsCall = /queue_record_units"?\(/
  * for the record of many units. That one carries
  * the units of every worker that finished while the last record ran, so it runs only when two finish at once (here,
  * with 2 workers, a few times a run), and a few calls on new connections are mostly the planning of its statements
- * (PL/pgSQL plans each once per connection). It is held to the bound per unit it carried (its statements run unit by
- * unit: the calls of its ownership-row lock count the units), and, while it ran fewer than {@link hotCalls} times, by
- * its inner statements' own time (their execution: the planning is the call's): a JIT compile or a plan that reads
- * the table still fails it.
+ * (PL/pgSQL plans each once per connection). It is held to the bound per unit it carried (its statement that marks
+ * the items returns one row per unit: its rows count the units), and, while it ran fewer than {@link hotCalls} times,
+ * by its own statements' time (their execution, the claim that follows left out: the planning is the call's): a JIT
+ * compile or a plan that reads the table still fails it.
  */
 const meanPerUnit = (row: Statement, rows: ReadonlyArray<Statement>) => {
   if (!(row.toplevel && recordUnitsCall.test(row.query))) return meanButSlowest(row)
-  // its statements run unit by unit, each keyed by the unit (`u ->> 'unit'`); the ownership row's lock, once a unit
-  const inner = rows.filter((r) => !r.toplevel && /\bu ->> \$\d+/.test(r.query))
-  const units = inner.find((r) => r.query.includes("FOR UPDATE"))?.calls ?? 0
+  // its statements read the units' arrays: by `= ANY` of them, or `width_bucket` into them, or the JSON itself
+  const inner = rows.filter((r) =>
+    !r.toplevel && !claimCall.test(r.query) && /width_bucket|jsonb_to_recordset|= ANY\(/.test(r.query)
+  )
+  const units = inner.find((r) => r.query.includes("WITH marked AS"))?.rows ?? 0
   if (units === 0) return row.mean
   const executed = inner.reduce((total, r) => total + r.mean * r.calls, 0)
   return (row.calls >= hotCalls ? row.mean * row.calls : executed) / units
