@@ -914,6 +914,8 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
         process: processUnit(ctx),
         releaseAll: releaseAll(ctx),
         classify: classifyPollFailure,
+        // every checkout permit taken by this process's own work: no poll was made, nothing learnt
+        refused: (error) => Predicate.isTagged(error, "GateFull"),
         capacity: capacity(ctx)
       },
       {

@@ -64,6 +64,16 @@ export interface Source<Claim, R> {
    */
   readonly classify?: ((error: unknown) => Overload.PollResult) | undefined
   /**
+   * Whether a failed poll was refused before it reached the database because this process's own work holds what
+   * the poll needs (the deriver: every permit of its checkout gate taken by its workers' checkouts). Such a poll is
+   * `busy`, not an `error`: nothing was polled and nothing learnt, so the backoff stays where it was and wakes stay
+   * armed. A woken poll refused this way keeps its wake: the loop polls again after the wakes' minimum interval
+   * (at least a millisecond), until a poll reaches the database.
+   *
+   * @since 0.3.0
+   */
+  readonly refused?: ((error: unknown) => boolean) | undefined
+  /**
    * How many units the process can start now, given `held` units in progress (default: no limit but the
    * free workers), or `blocked` when it makes no database attempt at all now (an outage): the poll is then
    * skipped and counted as an unavailable one, without an attempt.
@@ -330,9 +340,17 @@ export const start = <Claim, R>(
             return dispatch(units)
           }),
           Effect.map((units) => ({ units })),
-          Effect.catch((error) => Effect.succeed({ result: source.classify?.(error) ?? ("failed" as const) }))
+          Effect.catch((error) =>
+            Effect.succeed(
+              source.refused?.(error) === true
+                ? { refused: true as const }
+                : { result: source.classify?.(error) ?? ("failed" as const) }
+            )
+          )
         )
       )
+      // refused before the database: as busy as a look that found no room, but the loop learns it only now
+      if ("refused" in polled) return { outcome: "busy" as const, claimed: [], result: undefined, refused: true }
       const elapsedMillis = (yield* Clock.currentTimeMillis) - startedAt
       // read again only for a poll slow by its elapsed time alone (see ClaimAlong)
       const lagMillis = options.overload !== undefined && elapsedMillis > options.overload.slowPollMillis
@@ -413,7 +431,9 @@ export const start = <Claim, R>(
           yield* Effect.yieldNow
           continue
         }
-        const ended = again && wakeable ? "wake" as const : yield* Effect.raceAll([
+        // a woken poll refused before the database (see Source.refused) still owes its wake
+        const owed = beforeWake !== undefined && "refused" in polled
+        const ended = (again || owed) && wakeable ? "wake" as const : yield* Effect.raceAll([
           Effect.as(Effect.sleep(Duration.millis(decision.sleepMillis)), "time" as const),
           // A local event, not time: the worker that frees first ends the sleep (the jittered base stays the
           // upper bound, so a lost wake-up costs no more than before).
@@ -421,7 +441,10 @@ export const start = <Claim, R>(
           ...(wakeable ? [Effect.as(awoken, "wake" as const)] : [])
         ])
         if (ended === "wake") {
-          const delayMillis = wakes.delayMillis(wakeMinIntervalMillis, yield* Clock.currentTimeMillis)
+          const delayMillis = wakes.delayMillis(
+            owed ? Math.max(1, wakeMinIntervalMillis) : wakeMinIntervalMillis,
+            yield* Clock.currentTimeMillis
+          )
           if (delayMillis > 0) yield* Effect.sleep(Duration.millis(delayMillis))
           // a wake is evidence that the database answered: the schedule starts again from its base
           woken = state

@@ -2,7 +2,8 @@
  * Wakes under `TestClock` and a seeded `Random`, against an in-memory claim source: a wake ends the sleep at
  * once and resets the schedule to its base; wakes during a poll coalesce into one more poll; a flood makes at
  * most one poll per minimum interval; a woken poll that fails restores the outage schedule and disarms wakes;
- * the overload floor and a blocked checkout gate hold a wake back.
+ * the overload floor and a blocked checkout gate hold a wake back; a poll refused before the database (the process's
+ * own checkouts hold every permit) is busy, and a woken one keeps its wake.
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { PollBackoff } from "@resilience/jitter"
@@ -20,6 +21,7 @@ const backoff: PollBackoff.Settings = { baseMillis: 1000, multiplier: 2, maxMill
 const harness = Effect.fnUntraced(function*(options: {
   readonly poll?: (index: number) => Effect.Effect<ReadonlyArray<string>, string>
   readonly capacity?: () => Effect.Effect<number | "blocked">
+  readonly refused?: (error: unknown) => boolean
   readonly wakeMinIntervalMillis?: number
   readonly overload?: Overload.Settings
 }) {
@@ -35,7 +37,8 @@ const harness = Effect.fnUntraced(function*(options: {
       }),
     process: () => Effect.void,
     releaseAll: Effect.void,
-    capacity: options.capacity
+    capacity: options.capacity,
+    refused: options.refused
   }, {
     workers: 1,
     backoff,
@@ -200,4 +203,47 @@ describe("PollLoop wakes (TestClock, seeded Random)", () => {
       assert.strictEqual((yield* starts).length, 2)
       assert.strictEqual((yield* events)[1]?.woken, false)
     }).pipe(Random.withSeed("wake-floor")))
+
+  it.effect("a poll refused before the database is busy: the backoff stays where it was, nothing is ignored", () =>
+    Effect.gen(function*() {
+      // the first poll is refused (every permit taken by the process's own work), the rest reach the database
+      const { events, loop, starts } = yield* harness({
+        poll: (index) => index === 0 ? Effect.fail("full") : Effect.succeed([]),
+        refused: (error) => error === "full"
+      })
+      // busy: a base sleep (ratio 0), not the capped schedule's 30 s an error at the cap would sleep
+      assert.deepStrictEqual((yield* events).map((e) => [e.outcome, e.sleepMillis]), [["busy", 1000]])
+      yield* TestClock.adjust(1000)
+      assert.deepStrictEqual(yield* starts, [0, 1000])
+      assert.deepStrictEqual((yield* events).map((e) => e.outcome), ["busy", "empty"])
+      // wakes stay armed
+      assert.strictEqual(yield* loop.wake, "pollNow")
+    }).pipe(Random.withSeed("wake-refused")))
+
+  it.effect("a woken poll refused before the database keeps its wake: one more poll after the minimum interval", () =>
+    Effect.gen(function*() {
+      // the woken poll (index 1) and the next are refused; the third woken one reaches the database
+      const { events, loop, starts } = yield* harness({
+        poll: (index) => index === 1 || index === 2 ? Effect.fail("full") : Effect.succeed([]),
+        refused: (error) => error === "full",
+        wakeMinIntervalMillis: 50
+      })
+      yield* TestClock.adjust(5000)
+      assert.strictEqual(yield* loop.wake, "pollNow")
+      yield* TestClock.adjust(0)
+      yield* TestClock.adjust(200)
+      // not the busy sleep's second later: 50 ms apart, until a poll made it
+      assert.deepStrictEqual(yield* starts, [0, 5000, 5050, 5100])
+      const polled = yield* events
+      assert.deepStrictEqual(polled.map((e) => [e.outcome, e.woken]), [
+        ["empty", false],
+        ["busy", true],
+        ["busy", true],
+        ["empty", true]
+      ])
+      // the poll that made it ends the debt: the schedule from its base (1 s) goes on
+      assert.strictEqual(polled[3]?.sleepMillis, 1000)
+      yield* TestClock.adjust(1000)
+      assert.deepStrictEqual(yield* starts, [0, 5000, 5050, 5100, 6100])
+    }).pipe(Random.withSeed("wake-refused-owed")))
 })
