@@ -142,14 +142,14 @@ const injectSleep = (url: string, schema: SchemaName.SchemaName) =>
     const client = new pg.Client({ connectionString: url })
     await client.connect()
     const claim = Queue.functions(schema).claim
-    // the four-argument function the deriver calls (queue migration 8); the three-argument one calls it by name
-    await client.query(`ALTER FUNCTION ${claim}(integer, text, integer, float8) RENAME TO queue_claim_fast`)
+    // the five-argument function the deriver's polls and records call (queue migration 8); the three-argument one calls it by name
+    await client.query(`ALTER FUNCTION ${claim}(integer, text, integer, float8, bigint) RENAME TO queue_claim_fast`)
     await client.query(
-      `CREATE FUNCTION ${claim}(integer, text, integer, float8)
+      `CREATE FUNCTION ${claim}(integer, text, integer, float8, bigint)
        RETURNS TABLE (work_unit_key text, id text, items text)
        LANGUAGE plpgsql AS $$ BEGIN
          PERFORM pg_sleep(${thrashSeconds});
-         RETURN QUERY SELECT * FROM ${SchemaName.qualify(schema, "queue_claim_fast")}($1, $2, $3, $4);
+         RETURN QUERY SELECT * FROM ${SchemaName.qualify(schema, "queue_claim_fast")}($1, $2, $3, $4, $5);
        END $$`
     )
     await client.end()

@@ -38,6 +38,7 @@ import * as DeriverMetrics from "./DeriverMetrics.ts"
 import * as Failures from "./Failures.ts"
 import * as Handlers from "./Handlers.ts"
 import * as CheckoutGate from "./internal/CheckoutGate.ts"
+import * as ClaimCursor from "./internal/ClaimCursor.ts"
 import * as ConditionLog from "./internal/ConditionLog.ts"
 import * as DueWake from "./internal/DueWake.ts"
 import * as GroupCommit from "./internal/GroupCommit.ts"
@@ -104,6 +105,11 @@ interface Shared<R> {
    * with whether the round succeeded. A round no poll took within {@link handOffMillis} runs on a checkout of its own.
    */
   readonly maintenance: { due: Deferred.Deferred<boolean> | undefined }
+  /**
+   * Where the next record's claim along starts its walk ({@link ClaimCursor}): after the newest unit the last
+   * claim took, and from the start at least once per base poll interval. Records go out one at a time.
+   */
+  readonly claimCursor: { state: ClaimCursor.State }
   /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
   /**
@@ -649,24 +655,30 @@ const recordUnits = <R>(ctx: Shared<R>) =>
  * claimed along for it (as many as its `limit` asked, in claim order, while there are).
  */
 const recordMany = <R>(ctx: Shared<R>, units: ReadonlyArray<UnitRecord>) => (connection: Connection) =>
-  Effect.map(
-    Queue.recordUnits(
+  Effect.gen(function*() {
+    const limit = units.reduce((sum, unit) => sum + unit.limit, 0)
+    const now = yield* Clock.currentTimeMillis
+    const walk = ClaimCursor.walkAt(ctx.claimCursor.state, now, ctx.config.backoff.baseMillis)
+    const { claimed, recorded } = yield* Queue.recordUnits(
       connection,
       ctx.schema,
       ctx.owner,
       units,
-      units.reduce((sum, unit) => sum + unit.limit, 0),
-      ctx.config.batchSize
-    ),
-    ({ claimed, recorded }) => {
-      let next = 0
-      return units.map((unit): Recorded => {
-        const mine = claimed.slice(next, next + unit.limit)
-        next += mine.length
-        return { ...(recorded.get(unit.claim.workUnitKey) ?? { owned: false, marked: 0 }), claimed: mine }
-      })
+      limit,
+      ctx.config.batchSize,
+      String(walk.after)
+    )
+    if (limit > 0) {
+      const firstIds = claimed.flatMap(({ items }) => items.length > 0 ? [items[0]!.id] : [])
+      ctx.claimCursor.state = ClaimCursor.advance(ctx.claimCursor.state, walk, firstIds, now)
     }
-  )
+    let next = 0
+    return units.map((unit): Recorded => {
+      const mine = claimed.slice(next, next + unit.limit)
+      next += mine.length
+      return { ...(recorded.get(unit.claim.workUnitKey) ?? { owned: false, marked: 0 }), claimed: mine }
+    })
+  })
 
 /**
  * A recorded retry is due at a time this deriver knows: its loop wakes then ({@link DueWake}) instead of leaving
@@ -899,6 +911,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false },
       maintenance: { due: undefined },
+      claimCursor: { state: ClaimCursor.initial },
       slots: yield* Slots.make(config.workers),
       stopping: { value: false }
     }

@@ -87,8 +87,8 @@ export const functions = (
 }
 
 /**
- * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size, $4 now)` (`now` in epoch
- * milliseconds, from the deriver's `Clock`: what "due" means) and
+ * The calls a unit's statements send: `queue_claim($1 limit, $2 owner, $3 batch size, $4 now, 0)` (`now` in epoch
+ * milliseconds, from the deriver's `Clock`: what "due" means; 0: its walk of untimed items from the start) and
  * `queue_record($1 outcomes, $2 unit, $3 owner, $4 release, $5 claim id)` (`queue_record_done` with the same
  * arguments when every outcome is done), each as a `FROM` item (see
  * {@link functions}).
@@ -100,7 +100,7 @@ export const calls = (schema: SchemaName.SchemaName) => {
   const { claim, record, recordDone } = functions(schema)
   const recordArguments = "($1::jsonb, $2::text, $3::text, $4::boolean, $5::bigint)"
   return {
-    claim: `${claim}($1::integer, $2::text, $3::integer, $4::float8)`,
+    claim: `${claim}($1::integer, $2::text, $3::integer, $4::float8, 0)`,
     record: `${record}${recordArguments}`,
     /** The record of a batch whose outcomes are all done, with the same arguments (since 0.3.0). */
     recordDone: `${recordDone}${recordArguments}`
@@ -131,7 +131,7 @@ export const claimWithItems = (
       ))
 
 const claimWithItemsCall = perSchema(({ claim }) =>
-  `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer, $4::float8)`
+  `SELECT work_unit_key, id, items FROM ${claim}($1::integer, $2::text, $3::integer, $4::float8, 0)`
 )
 
 /**
@@ -371,7 +371,7 @@ export const recordAndClaimSql = (schema: SchemaName.SchemaName, outcomes: "done
   const { claim } = names(schema)
   return `SELECT r.owned, r.marked, c.work_unit_key, c.id, c.items
 FROM ${outcomes === "done" ? calls(schema).recordDone : calls(schema).record} r
-LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer, $8::float8) c ON true`
+LEFT JOIN LATERAL ${claim}(CASE WHEN r.owned THEN $6::integer ELSE 0 END, $3::text, $7::integer, $8::float8, 0) c ON true`
 }
 
 const recordAndClaimText = perSchema((_, schema) => recordAndClaimSql(schema, "any"))
@@ -443,7 +443,8 @@ export interface UnitRecord {
  * as {@link record} does for a batch of done outcomes (only while its claim holds), then the claim of up to `limit`
  * more units for the owner with the first `batchSize` items of each, as {@link claimWithItems}. Returns each unit's
  * {@link Recorded}, by work-unit key, and the claims. Every outcome must be done: a retry or a dead letter goes
- * through {@link record}. All units must have the same owner.
+ * through {@link record}. All units must have the same owner. The claim's walk of untimed items starts after the item
+ * id `after` ("0", the default: from the start; a unit whose first item is at or before it is not claimed).
  *
  * @since 0.3.0
  * @category effects
@@ -454,12 +455,13 @@ export const recordUnits = (
   owner: string,
   units: ReadonlyArray<UnitRecord>,
   limit: number,
-  batchSize: number
+  batchSize: number,
+  after = "0"
 ): Effect.Effect<RecordedAndClaimed<ReadonlyMap<string, Recorded>>, QueryError> =>
   Effect.flatMap(
     Clock.currentTimeMillis,
     (now) =>
-      query(connection, recordUnitsCall(schema), [unitsJson(units), owner, limit, batchSize, now], (rows) => {
+      query(connection, recordUnitsCall(schema), [unitsJson(units), owner, limit, batchSize, now, after], (rows) => {
         const recorded = new Map<string, Recorded>()
         const claimed: Array<{ readonly claim: Claim; readonly items: ReadonlyArray<Item> }> = []
         for (const row of rows) {
@@ -474,7 +476,7 @@ export const recordUnits = (
 
 const recordUnitsCall = perSchema(({ recordUnits }) =>
   `SELECT work_unit_key, owned, marked, id, items
-FROM ${recordUnits}($1::jsonb, $2::text, $3::integer, $4::integer, $5::float8)`
+FROM ${recordUnits}($1::jsonb, $2::text, $3::integer, $4::integer, $5::float8, $6::bigint)`
 )
 
 /** The units as `queue_record_units`'s `$1`: a JSON array of `{ unit, claim, release, outcomes: [{ id, error }] }`. */

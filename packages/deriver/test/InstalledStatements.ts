@@ -6,7 +6,7 @@
 import { SchemaName } from "@resilience/schema"
 import * as QueueSchema from "../src/QueueSchema.ts"
 
-/** The text of the latest migration statement that creates `signature` (e.g. `queue_claim(integer, text, integer, float8)`). */
+/** The text of the latest migration statement that creates `signature` (e.g. `queue_claim(integer, text, integer, float8, bigint)`). */
 export const functionText = (schema: SchemaName.SchemaName, signature: string): string => {
   const [name, args] = signature.split("(")
   const qualified = `${SchemaName.qualify(schema, name!)}(${args}`
@@ -25,11 +25,11 @@ const parts = (text: string) => ({
 })
 
 /**
- * `queue_claim(limit, owner, batch size, now)`: `due`, its statement when a timed item is due (both walks);
+ * `queue_claim(limit, owner, batch size, now, after)`: `due`, its statement when a timed item is due (both walks);
  * `ready`, when none is (the walk of untimed items only); `dueTest`, the test between them (an SQL expression).
  */
 export const claimStatements = (schema: SchemaName.SchemaName) => {
-  const { statements, test } = parts(functionText(schema, "queue_claim(integer, text, integer, float8)"))
+  const { statements, test } = parts(functionText(schema, "queue_claim(integer, text, integer, float8, bigint)"))
   return { due: statements[0]!, ready: statements[1]!, dueTest: test! }
 }
 

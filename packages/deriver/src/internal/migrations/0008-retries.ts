@@ -58,7 +58,7 @@ export const migration: Migrator.Migration = Names.migration(
     `CREATE INDEX queue_ready_id_idx ON ${queue} (id) WHERE NOT processed AND run_at IS NULL`,
     `CREATE INDEX queue_run_at_idx ON ${queue} (run_at, id) WHERE NOT processed AND run_at IS NOT NULL`,
     `CREATE INDEX queue_dead_idx ON ${queue} (id) WHERE NOT processed AND dead_at IS NOT NULL`,
-    // queue_claim(limit, owner, batch size, now in epoch milliseconds): up to $1 units whose first live item
+    // queue_claim(limit, owner, batch size, now in epoch milliseconds, after): up to $1 units whose first live item
     // (unprocessed, not a dead letter) is due and that nobody owns, made ours by inserting their ownership rows
     // (ON CONFLICT DO NOTHING: a unit another instance claimed in the meantime is skipped), each with its first
     // $3 live items as JSON, every item marked `later` when its time is after now (the reader cuts the batch
@@ -70,7 +70,10 @@ export const migration: Migrator.Migration = Names.migration(
     // could become a scan of every unprocessed row per candidate). FOR NO KEY UPDATE ... SKIP LOCKED: claims at
     // the same moment take different units. When no timed item is due (the IF's test, one probe of
     // queue_run_at_idx), the second walk is skipped and every timed item is later: two statements, two plans.
-    `CREATE FUNCTION ${claim}(integer, text, integer, float8)
+    // The walk of untimed items starts after id $5 (0: from the start): a record's claim along starts after the
+    // newest unit the last claim took, past the units held and the index entries of items processed since the last
+    // vacuum (the deriver's ClaimCursor says when it walks from the start again); polls walk from the start.
+    `CREATE FUNCTION ${claim}(integer, text, integer, float8, bigint)
   RETURNS TABLE (work_unit_key text, id text, items text)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
   SET enable_seqscan = off SET enable_bitmapscan = off
@@ -83,7 +86,7 @@ BEGIN
     WITH ready AS MATERIALIZED (
       SELECT q.work_unit_key, q.id AS first_id
       FROM ${queue} q
-      WHERE NOT q.processed AND q.run_at IS NULL
+      WHERE NOT q.processed AND q.run_at IS NULL AND q.id > $5
         AND q.id = (
           SELECT e.id FROM ${queue} e
           WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL
@@ -129,7 +132,7 @@ BEGIN
     WITH ready AS MATERIALIZED (
       SELECT q.work_unit_key, q.id AS first_id
       FROM ${queue} q
-      WHERE NOT q.processed AND q.run_at IS NULL
+      WHERE NOT q.processed AND q.run_at IS NULL AND q.id > $5
         AND q.id = (
           SELECT e.id FROM ${queue} e
           WHERE e.work_unit_key = q.work_unit_key AND NOT e.processed AND e.dead_at IS NULL
@@ -173,7 +176,7 @@ BEGIN
        SELECT e.item, e.n, bool_or(coalesce((e.item ->> 'later')::boolean, false)) OVER (ORDER BY e.n) AS held
        FROM json_array_elements(c.items::json) WITH ORDINALITY AS e(item, n)
      ) b WHERE NOT b.held)
-  FROM ${claim}($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000)::float8) c;
+  FROM ${claim}($1, $2, $3, (extract(epoch FROM clock_timestamp()) * 1000)::float8, 0) c;
 END
 $body$`,
     // queue_record(outcomes, unit, owner, release, claim id): $1 a JSON array of { id, error, retry_at, dead } (an

@@ -2,16 +2,17 @@
  * Queue migration 9 (unreleased: it may change until 0.3.0 ships, then it is frozen): `queue_record_units`, the
  * record of many units in one statement. Expand only: a new function; nothing a previous release calls changes.
  *
- * `queue_record_units(units, owner, claim limit, batch size, now)`: `$1` a JSON array of
+ * `queue_record_units(units, owner, claim limit, batch size, now, after)`: `$1` a JSON array of
  * `{ unit, claim, release, outcomes: [{ id, error }] }`, every outcome done (processed, with or without an error;
  * retries and dead letters go through `queue_record`). For each unit, only while its claim holds (owner `$2` and
  * the claim's id): its outcomes mark their items processed with who completed them, as `queue_record_done` does
  * for one unit; then with `release` its ownership row is deleted, else its heartbeat bumped. In
  * `queue_record_done`'s order (migration 8): the held ownership rows locked alone, the marks, then the deletes and
  * heartbeats, so a claim never waits for a record that waits for it. One row per unit, in the order of `$1`: whether
- * its claim held and how many items it marked. Then, when `$3` > 0, `queue_claim($3, $2, $4, $5)` in a statement of
+ * its claim held and how many items it marked. Then, when `$3` > 0, `queue_claim($3, $2, $4, $5, $6)` in a statement of
  * its own (a new snapshot: it sees the releases), one row per claimed unit with its first batch: the units the freed
- * workers take next, in the same round trip.
+ * workers take next, in the same round trip; `$6` is where that claim's walk of untimed items starts (after this id, 0:
+ * from the start).
  *
  * Each step is one statement for all the units (four statements a unit before: the record of 30 units of one item
  * took 2.2–5 ms on Debian's PostgreSQL 15 under load, against 0.7–1.3 ms), and none joins a set with the items or
@@ -28,7 +29,8 @@
  * costs one within 20 % of the bitmap scan (the cheaper for a mark with one filter less: 40 ms a record), so
  * `enable_seqscan = off` (Queue.test.ts: plans kept from an empty queue and from a queue of one item).
  *
- * `queue_poll(limit, owner, batch size, now)`: the poll's claim, `queue_claim`'s rows (`next_at` null); when it
+ * `queue_poll(limit, owner, batch size, now)`: the poll's claim, `queue_claim`'s rows (`next_at` null; its walk from
+ * the start); when it
  * claims nothing, one row with only `next_at`, the time of the earliest item waiting for a time
  * after now (a retry's, or the time it was enqueued with; dead letters, at infinity, are not), when there is one:
  * one probe of `queue_run_at_idx`, in the same round trip, so the deriver can wake at that time instead of its
@@ -43,7 +45,7 @@ export const migration: Migrator.Migration = Names.migration(
   9,
   "record of many units in one statement; the poll's next due time",
   ({ claim, poll, queue, recordUnits, sessions }) => [
-    `CREATE FUNCTION ${recordUnits}(jsonb, text, integer, integer, float8)
+    `CREATE FUNCTION ${recordUnits}(jsonb, text, integer, integer, float8, bigint)
   RETURNS TABLE (work_unit_key text, owned boolean, marked integer, id text, items text)
   LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off
   SET enable_seqscan = off
@@ -111,7 +113,7 @@ BEGIN
   END IF;
   IF $3 > 0 THEN
     RETURN QUERY
-    SELECT c.work_unit_key, NULL::boolean, NULL::integer, c.id, c.items FROM ${claim}($3, $2, $4, $5) c;
+    SELECT c.work_unit_key, NULL::boolean, NULL::integer, c.id, c.items FROM ${claim}($3, $2, $4, $5, $6) c;
   END IF;
 END
 $body$`,
@@ -123,7 +125,7 @@ AS $body$
 #variable_conflict use_column
 BEGIN
   RETURN QUERY
-  SELECT c.work_unit_key, c.id, c.items, NULL::timestamptz FROM ${claim}($1, $2, $3, $4) c;
+  SELECT c.work_unit_key, c.id, c.items, NULL::timestamptz FROM ${claim}($1, $2, $3, $4, 0) c;
   IF NOT FOUND THEN
     RETURN QUERY
     SELECT NULL::text, NULL::text, NULL::text, t.run_at
