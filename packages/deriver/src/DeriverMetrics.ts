@@ -173,7 +173,8 @@ export const wakesCoalesced = counter(
 
 /**
  * Polls made because of a wake (a sleep ended early, or one more poll after the one in flight):
- * `deriver_polls_woken_total`.
+ * `deriver_polls_woken_total`. One per wake: a woken poll that the checkout gate refused and the loop tries again
+ * until one reaches the database counts once.
  *
  * @since 0.3.0
  * @category metrics

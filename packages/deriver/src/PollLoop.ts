@@ -374,6 +374,8 @@ export const start = <Claim, R>(
       let overload = Overload.initial
       /** Whether the next poll is a woken one, and the schedule as it was before the wake reset it. */
       let woken: PollBackoff.State | undefined = undefined
+      /** Whether the next poll is a woken one's retry (the wake it owes was counted when it was first tried). */
+      let owing = false
       const wakeMinIntervalMillis = options.wakeMinIntervalMillis ?? 0
       while (true) {
         workerFreed = yield* Deferred.make<void>()
@@ -381,7 +383,8 @@ export const start = <Claim, R>(
         const awoken = yield* wakes.started(yield* Clock.currentTimeMillis)
         const beforeWake = woken
         woken = undefined
-        if (beforeWake !== undefined) yield* Metric.update(DeriverMetrics.pollsWoken, 1)
+        if (beforeWake !== undefined && !owing) yield* Metric.update(DeriverMetrics.pollsWoken, 1)
+        owing = false
         const polled = yield* fetch()
         const { claimed, outcome } = polled
         const again = wakes.finished(
@@ -448,6 +451,7 @@ export const start = <Claim, R>(
           if (delayMillis > 0) yield* Effect.sleep(Duration.millis(delayMillis))
           // a wake is evidence that the database answered: the schedule starts again from its base
           woken = state
+          owing = owed
           state = PollBackoff.initial(settings)
         }
       }

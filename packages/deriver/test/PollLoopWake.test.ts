@@ -8,8 +8,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { PollBackoff } from "@resilience/jitter"
 import type { Coalesce } from "@resilience/wake"
-import { Clock, Deferred, Effect, Random, Ref } from "effect"
+import { Clock, Deferred, Effect, Metric, Random, Ref } from "effect"
 import { TestClock } from "effect/testing"
+import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import type * as Overload from "../src/Overload.ts"
 import * as PollLoop from "../src/PollLoop.ts"
 
@@ -228,10 +229,13 @@ describe("PollLoop wakes (TestClock, seeded Random)", () => {
         refused: (error) => error === "full",
         wakeMinIntervalMillis: 50
       })
+      const wokenBefore = (yield* Metric.value(DeriverMetrics.pollsWoken)).count
       yield* TestClock.adjust(5000)
       assert.strictEqual(yield* loop.wake, "pollNow")
       yield* TestClock.adjust(0)
       yield* TestClock.adjust(200)
+      // one wake, tried three times: one woken poll in the metric
+      assert.strictEqual((yield* Metric.value(DeriverMetrics.pollsWoken)).count - wokenBefore, 1)
       // not the busy sleep's second later: 50 ms apart, until a poll made it
       assert.deepStrictEqual(yield* starts, [0, 5000, 5050, 5100])
       const polled = yield* events
