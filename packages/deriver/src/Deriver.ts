@@ -42,6 +42,7 @@ import * as ClaimCursor from "./internal/ClaimCursor.ts"
 import * as ConditionLog from "./internal/ConditionLog.ts"
 import * as DueWake from "./internal/DueWake.ts"
 import * as GroupCommit from "./internal/GroupCommit.ts"
+import * as Heartbeat from "./internal/Heartbeat.ts"
 import * as LoopLag from "./internal/LoopLag.ts"
 import * as Slots from "./internal/Slots.ts"
 import * as Maintenance from "./Maintenance.ts"
@@ -110,6 +111,8 @@ interface Shared<R> {
    * claim took, and from the start at least once per base poll interval. Records go out one at a time.
    */
   readonly claimCursor: { state: ClaimCursor.State }
+  /** Renews the ownership rows of every unit held, one statement a beat, and gives up those taken over ({@link Heartbeat}). */
+  readonly heartbeat: Heartbeat.Heartbeat
   /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
   /**
@@ -420,32 +423,6 @@ const sleepAfterFailure = <R>(ctx: Shared<R>, state: PollBackoff.State) =>
   })
 
 // ---------------------------------------------------------------------------------------------------------
-// Heartbeat
-
-/**
- * Keeps a claim's ownership row fresh for as long as its worker holds the unit (handling an item, or waiting
- * out an outage between batches), so only a worker that is really gone loses its unit: a heartbeat every
- * third of the stale timeout, each one checkout; a failed beat is logged and the next one tries again at its
- * time. Completes when a beat finds the claim gone (a stale cleanup took the unit over): the worker gives the
- * unit up at once (see {@link processUnit}).
- */
-const keepAlive = <R>(ctx: Shared<R>, claim: Queue.Claim): Effect.Effect<"lost"> =>
-  Effect.gen(function*() {
-    while (true) {
-      yield* Effect.sleep(Duration.millis(ctx.config.staleTimeoutMillis / 3))
-      const beat = yield* checkout(ctx, (connection) => Queue.heartbeat(connection, ctx.schema, claim)).pipe(
-        Effect.catch((error) =>
-          Effect.as(
-            ctx.conditions.report("could not renew the unit's ownership", error, { unit: claim.workUnitKey }),
-            true
-          )
-        )
-      )
-      if (!beat) return "lost" as const
-    }
-  })
-
-// ---------------------------------------------------------------------------------------------------------
 // Items: run each handler, classify its outcome, record a batch's outcomes at once
 
 /** What {@link runHandler} returns for a unit it gave up before its first handler (a shutdown began). */
@@ -555,7 +532,7 @@ const handleBatch = <R>(
         })
       )
     })
-    // The claim's heartbeat runs for the whole unit (see processUnit), not per handler.
+    // The heartbeat renews the claim for the whole unit (see processUnit), not per handler.
     const whileRunning = Effect.sleep(Duration.millis(ctx.config.recordFlushMillis)).pipe(
       Effect.andThen(Effect.uninterruptible(flushPending)),
       Effect.andThen(Effect.never)
@@ -563,7 +540,10 @@ const handleBatch = <R>(
     for (const [i, item] of batch.entries()) {
       // with nothing pending (the batch's first item) there is nothing to record while it runs: no timer
       const outcome = yield* Effect.result(
-        runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning, unitStarted || i > 0)
+        ctx.heartbeat.handling(
+          claim,
+          runHandler(ctx, item, pending.length === 0 ? undefined : whileRunning, unitStarted || i > 0)
+        )
       )
       if (lost) return { pending, complete: false, lost, waiting: false }
       if (outcome._tag === "Failure") {
@@ -575,10 +555,12 @@ const handleBatch = <R>(
         )
         return { pending, complete: false, lost, waiting: false }
       }
-      if (outcome.success === notStarted) return { pending, complete: false, lost, waiting: false, notStarted: true }
-      pending.push(outcome.success)
+      const done = outcome.success
+      if (done === "lost") return { pending, complete: false, lost: true, waiting: false }
+      if (done === notStarted) return { pending, complete: false, lost, waiting: false, notStarted: true }
+      pending.push(done)
       // a retry holds the rest of its unit back: the unit is released and waits for it
-      if (outcome.success.retryAt !== undefined) return { pending, complete: true, lost, waiting: true }
+      if (done.retryAt !== undefined) return { pending, complete: true, lost, waiting: true }
     }
     return { pending, complete: true, lost, waiting: false }
   })
@@ -806,9 +788,10 @@ const releaseUnit = <R>(ctx: Shared<R>, claim: Queue.Claim, from: PollBackoff.St
   })
 
 /**
- * A worker's whole job for one claimed unit: drain it and release it, under the claim's heartbeat, and record
- * how long it took. When a heartbeat finds the claim gone, the worker gives the unit up at once (its handler
- * is interrupted; the fenced statements would not let it read or complete anything anyway). A unit claimed ahead
+ * A worker's whole job for one claimed unit: drain it and release it, held under the deriver's heartbeat
+ * ({@link Heartbeat}: one statement a beat renews every held claim), and record how long it took. When a beat finds
+ * the claim gone, the worker gives the unit up: at once when it is in a handler (the handler is interrupted), else
+ * before its next one (the fenced statements would not let it read or complete anything anyway). A unit claimed ahead
  * that gets its first handler slot after a shutdown began is given up unrun ({@link Shared.stopping}).
  */
 const processUnit =
@@ -823,7 +806,7 @@ const processUnit =
         if (drained._tag === "Drained") yield* releaseUnit(ctx, claim, drained.failures)
         return drained._tag === "Released" ? drained.next : []
       })
-      const outcome = yield* Effect.raceFirst(work, keepAlive(ctx, claim))
+      const outcome = yield* ctx.heartbeat.hold(claim, work)
       // given up at shutdown before its first handler: its ownership row goes with the shutdown's release
       if (outcome === "notStarted") return []
       if (outcome === "lost") {
@@ -899,15 +882,28 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
       floorMillis: config.wakeMinIntervalMillis,
       spreadMillis: Math.max(config.wakeMinIntervalMillis, dueSpreadMillis)
     })
+    const owner = options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`))
+    const conditions = yield* ConditionLog.make(schema)
+    // before the loop: its finalizer (which waits for the units in flight) runs first at shutdown
+    const heartbeat = yield* Heartbeat.make({
+      beat: (claims) =>
+        gate.run(session.withConnection((connection) => Queue.heartbeats(connection, schema, owner, claims))),
+      delay: Effect.map(
+        Random.next,
+        (u) => Scheduling.heartbeatDelay(config.staleTimeoutMillis, config.backoff.ratio, u)
+      ),
+      onFailure: (error, units) => conditions.report("could not renew the units' ownership", error, { units })
+    })
     const shared: Omit<Shared<R>, "records"> = {
       dueWake,
       session,
       schema,
       handlers,
       config,
-      owner: options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`)),
-      conditions: yield* ConditionLog.make(schema),
+      owner,
+      conditions,
       gate,
+      heartbeat,
       handlerSession: CheckoutGate.session(gate, session),
       answering: { value: false },
       maintenance: { due: undefined },

@@ -508,6 +508,30 @@ export const heartbeat = (
   )
 
 /**
+ * Bumps the heartbeats of many claims of `owner` in one statement; returns the ids of the claims that still hold
+ * (a claim missing from it was taken over by a stale cleanup). A claim's id names its ownership row alone: a unit
+ * claimed again gets a new id, so an older claim of the same unit renews nothing.
+ *
+ * @since 0.3.0
+ * @category effects
+ */
+export const heartbeats = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  owner: string,
+  claims: ReadonlyArray<Claim>
+): Effect.Effect<ReadonlySet<string>, QueryError> =>
+  claims.length === 0
+    ? Effect.succeed(new Set())
+    : query(
+      connection,
+      `UPDATE ${names(schema).sessions} SET last_updated = now()
+       WHERE id = ANY($1::bigint[]) AND owner = $2 RETURNING id::text AS id`,
+      [claims.map((claim) => claim.id), owner],
+      (rows) => new Set(rows.map((row) => decode.heartbeats(row).id))
+    )
+
+/**
  * Releases claims (never the row of another claim with the same key, of any owner). Returns how many rows
  * were deleted.
  *

@@ -115,3 +115,14 @@ export const startupDelay = (startupMillis: number, u: number): number => Jitter
  */
 export const cleanupDelay = (intervalMillis: number, ratio: number, u: number): number =>
   Jitter.jitterFrom(intervalMillis, ratio, u)
+
+/**
+ * The delay until the next heartbeat of the units a deriver holds: a third of the stale timeout at most (a unit held
+ * through a beat's failure is renewed by the next one before it could be taken over), jittered down by the poll
+ * ratio, uniform in [(1 − ratio)·timeout/3, timeout/3], so the fleet's beats do not align.
+ *
+ * @since 0.3.0
+ * @category decisions
+ */
+export const heartbeatDelay = (staleTimeoutMillis: number, ratio: number, u: number): number =>
+  (staleTimeoutMillis / 3) * (1 - ratio * u)

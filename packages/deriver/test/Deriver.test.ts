@@ -255,6 +255,39 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
       assert.strictEqual(runs, 1)
     }))
 
+  it.effect("a unit taken over while its handler runs is given up at the next beat: the handler is interrupted", () =>
+    Effect.gen(function*() {
+      const db = yield* DbSession
+      const schema = yield* queueOf([{ workUnitKey: "taken", taskType: "stuck", payload: {} }])
+      const sessions = SchemaName.qualify(schema, "active_queue_sessions")
+      let started = 0
+      let interrupted = 0
+      const stuck: Handlers.Handler = () =>
+        Effect.sync(() => started++).pipe(
+          Effect.andThen(Effect.never),
+          Effect.onInterrupt(() => Effect.sync(() => interrupted++))
+        )
+      // beats at most 0.3 s apart (a third of the 0.9 s stale timeout); no cleanup of this instance's own
+      const config = yield* testConfig({ staleSessionTimeoutMinutes: 0.015, staleWorkUnitCleanupIntervalSeconds: 3600 })
+      yield* withScope((scope) =>
+        Effect.gen(function*() {
+          yield* Scope.provide(
+            Deriver.start({ schema, handlers: Handlers.make({ stuck }), config, owner: "worker" }),
+            scope
+          )
+          yield* Eventually.until("the handler started", Effect.sync(() => started === 1))
+          // what a stale cleanup and another instance's claim leave: the row gone, the unit someone else's
+          yield* db.query(`DELETE FROM ${sessions} WHERE work_unit_key = 'taken'`)
+          yield* db.query(`INSERT INTO ${sessions} (work_unit_key, owner) VALUES ('taken', 'thief')`)
+          yield* Eventually.until("the handler interrupted", Effect.sync(() => interrupted === 1))
+        })
+      )
+      assert.strictEqual(started, 1, "the unit was not run again")
+      assert.strictEqual(yield* unprocessed(schema), 1, "nothing recorded for the lost unit")
+      const owners = yield* db.query<{ owner: string }>(`SELECT owner FROM ${sessions}`)
+      assert.deepStrictEqual(owners.map((row) => row.owner), ["thief"], "the new owner's row untouched")
+    }))
+
   it.effect("a failing handler marks its item and the rest of the unit is processed", () =>
     Effect.gen(function*() {
       const db = yield* DbSession

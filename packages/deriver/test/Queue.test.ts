@@ -159,6 +159,30 @@ layer(Database, { excludeTestServices: true })("Queue (PostgreSQL)", (it) => {
       assert.isFalse(yield* on(Queue.heartbeat, { ...claim, id: "0" }))
     }))
 
+  it.effect("one statement renews many claims of one owner and names those that still hold", () =>
+    Effect.gen(function*() {
+      const { db, on, sessions } = yield* freshQueue
+      yield* db.query(
+        `INSERT INTO ${sessions} (work_unit_key, owner, last_updated) VALUES
+         ('a', 'me', now() - interval '1 minute'), ('b', 'me', now() - interval '1 minute'),
+         ('c', 'other', now() - interval '1 minute')`
+      )
+      const rows = yield* db.query<{ id: string; work_unit_key: string }>(
+        `SELECT id::text AS id, work_unit_key FROM ${sessions} ORDER BY work_unit_key`
+      )
+      const [a, b, c] = rows.map((row) => ({ workUnitKey: row.work_unit_key, owner: "me", id: row.id }))
+      // a's row was taken over (deleted, then claimed again under a new id); c belongs to another owner
+      yield* db.query(`DELETE FROM ${sessions} WHERE work_unit_key = 'a'`)
+      yield* db.query(`INSERT INTO ${sessions} (work_unit_key, owner) VALUES ('a', 'me')`)
+      const renewed = yield* on(Queue.heartbeats, "me", [a!, b!, c!])
+      assert.deepStrictEqual([...renewed], [b!.id])
+      const fresh = yield* db.query<{ work_unit_key: string }>(
+        `SELECT work_unit_key FROM ${sessions} WHERE last_updated > now() - interval '10 seconds' ORDER BY 1`
+      )
+      assert.deepStrictEqual(fresh.map((row) => row.work_unit_key), ["a", "b"], "b renewed (a is the new claim's row)")
+      assert.strictEqual((yield* on(Queue.heartbeats, "me", [])).size, 0)
+    }))
+
   it.effect("the stale cleanup skips rows locked by another transaction", () =>
     Effect.gen(function*() {
       const { db, on, sessions } = yield* freshQueue

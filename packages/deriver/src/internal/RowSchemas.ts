@@ -86,6 +86,9 @@ export const DepthRow = Schema.Struct({
   oldest_due_at: Schema.NullOr(Schema.Number)
 })
 
+/** A row of the heartbeat of many claims: a claim whose ownership row it renewed. */
+export const RenewedRow = Schema.Struct({ id: Schema.String })
+
 /** A row of a statement that returns `1` per row it touched (`RETURNING 1`): only their count is read. */
 export const TouchedRow = Schema.Struct({ "?column?": Schema.Literal(1) })
 
@@ -119,6 +122,7 @@ export const decode = {
   recordUnits: claiming("Queue.recordUnits (queue_record_units)", RecordUnitsRow),
   nextItems: items("Queue.nextItems", ItemRow),
   heartbeat: touched("Queue.heartbeat"),
+  heartbeats: decoder("Queue.heartbeats", RenewedRow),
   release: touched("Queue.release"),
   releaseOwner: touched("Queue.releaseOwner"),
   enqueue: decoder("Enqueue.enqueue", EnqueuedRow),
