@@ -44,22 +44,23 @@ export const make = (
       : Effect.map(view.room(), (room) => room === "blocked" ? 0 : Math.min(1, room))
   )
   // That share is at most the elapsed time, so the lag is read again only when the elapsed time alone is past the
-  // threshold (a read of `LoopLag` is a system call, and this runs once per unit).
+  // threshold (this runs once per unit; `LoopLag` makes its system call at most once a millisecond).
   const along = <A, E, R>(statement: (limit: number) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.flatMap(limit, (n) =>
       n === 0 || overload === undefined
         ? statement(n)
-        : Effect.flatMap(Effect.all([Clock.currentTimeMillis, lag]), ([startedAt, lagAtStart]) =>
-          Effect.tap(statement(n), () =>
-            Effect.flatMap(Clock.currentTimeMillis, (now) =>
-              now - startedAt <= overload.slowPollMillis
-                ? Effect.void
-                : Effect.map(lag, (lagNow) => {
-                  const timing = { elapsedMillis: now - startedAt, lagMillis: lagNow - lagAtStart }
-                  if (Overload.databaseMillis(overload, timing) > overload.slowPollMillis) {
-                    paused = true
-                  }
-                })))))
+        : Effect.flatMap(Clock.currentTimeMillis, (startedAt) =>
+          Effect.flatMap(lag, (lagAtStart) =>
+            Effect.tap(statement(n), () =>
+              Effect.flatMap(Clock.currentTimeMillis, (now) =>
+                now - startedAt <= overload.slowPollMillis
+                  ? Effect.void
+                  : Effect.map(lag, (lagNow) => {
+                    const timing = { elapsedMillis: now - startedAt, lagMillis: lagNow - lagAtStart }
+                    if (Overload.databaseMillis(overload, timing) > overload.slowPollMillis) {
+                      paused = true
+                    }
+                  }))))))
   return {
     along,
     decided: (next) => {

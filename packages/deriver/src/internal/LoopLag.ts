@@ -144,6 +144,12 @@ const openSchedstat = (): number | undefined => {
   }
 }
 
+/**
+ * How long a `schedstat` reading is reused: a reading is at most this much behind, against a slow-poll threshold of
+ * seconds (`Overload.Settings.slowPollMillis`).
+ */
+const rereadMillis = 1
+
 const readSchedstat = (fd: number, buffer: Buffer): number | undefined => {
   try {
     return schedstatMillis(buffer.toString("latin1", 0, readSync(fd, buffer, 0, buffer.length, 0)))
@@ -174,9 +180,14 @@ export const make = (
     const atStart = fd === undefined ? undefined : readSchedstat(fd, buffer)
     if (fd !== undefined && atStart !== undefined) {
       let last = 0
+      let readAt = Number.NEGATIVE_INFINITY
       return {
         source: "schedstat" as const,
+        // read again only after `rereadMillis` (a read is a system call, and claiming along asks once per unit)
         stalledMillis: Effect.sync(() => {
+          const at = performance.now()
+          if (at - readAt < rereadMillis) return last
+          readAt = at
           const now = readSchedstat(fd, buffer)
           if (now !== undefined && now - atStart > last) last = now - atStart
           return last
