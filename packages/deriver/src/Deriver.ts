@@ -112,7 +112,7 @@ interface Shared<R> {
    */
   readonly claimCursor: { state: ClaimCursor.State }
   /** Renews the ownership rows of every unit held, one statement a beat, and gives up those taken over ({@link Heartbeat}). */
-  readonly heartbeat: Heartbeat.Heartbeat
+  readonly heartbeat: Heartbeat.Heartbeat<Queue.Claim>
   /** The records of batches whose outcomes are all done, many units a statement ({@link recordUnits}). */
   readonly records: GroupCommit.GroupCommit<UnitRecord, Recorded, unknown>
   /**
@@ -885,7 +885,7 @@ export const start = <R>(options: Options<R>): Effect.Effect<Deriver, never, DbS
     const owner = options.owner ?? (yield* Effect.sync(() => `${hostname()}:${process.pid}:${randomUUID()}`))
     const conditions = yield* ConditionLog.make(schema)
     // before the loop: its finalizer (which waits for the units in flight) runs first at shutdown
-    const heartbeat = yield* Heartbeat.make({
+    const heartbeat = yield* Heartbeat.make<Queue.Claim, unknown>({
       beat: (claims) =>
         gate.run(session.withConnection((connection) => Queue.heartbeats(connection, schema, owner, claims))),
       delay: Effect.map(

@@ -18,7 +18,7 @@ const heartbeatWith = (state: { renewed: Set<string>; failing?: boolean }) =>
   Effect.gen(function*() {
     const beats: Array<ReadonlyArray<string>> = []
     const failures: Array<number> = []
-    const heartbeat = yield* Heartbeat.make<string>({
+    const heartbeat = yield* Heartbeat.make<Queue.Claim, string>({
       beat: (claims) =>
         Effect.suspend(() => {
           beats.push(claims.map(({ id }) => id))

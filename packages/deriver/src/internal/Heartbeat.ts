@@ -14,37 +14,45 @@
  */
 import { Cause, Duration, Effect, Exit, Fiber } from "effect"
 import type { Scope } from "effect"
-import type * as Queue from "../Queue.ts"
+
+/**
+ * A claim as the heartbeat sees it (the deriver's are `Queue.Claim`s): its ownership row's id.
+ *
+ * @internal
+ */
+export interface Claim {
+  readonly id: string
+}
 
 /**
  * What a beat learns: the ids of the claims whose rows it renewed (the others are gone).
  *
  * @internal
  */
-export type Beat<E> = (claims: ReadonlyArray<Queue.Claim>) => Effect.Effect<ReadonlySet<string>, E>
+export type Beat<C extends Claim, E> = (claims: ReadonlyArray<C>) => Effect.Effect<ReadonlySet<string>, E>
 
 /**
  * The heartbeat of one deriver.
  *
  * @internal
  */
-export interface Heartbeat {
+export interface Heartbeat<C extends Claim> {
   /**
    * Runs `self` with `claim` held under the heartbeat; `"lost"` when a beat found the claim gone while `self` was in
    * a handler (`self` is interrupted).
    */
-  readonly hold: <A, E, R>(claim: Queue.Claim, self: Effect.Effect<A, E, R>) => Effect.Effect<A | "lost", E, R>
+  readonly hold: <A, E, R>(claim: C, self: Effect.Effect<A, E, R>) => Effect.Effect<A | "lost", E, R>
   /**
    * Runs a handler of the held `claim`: `"lost"` without running it when a beat found the claim gone already;
    * while it runs, a beat that finds the claim gone interrupts it.
    */
-  readonly handling: <A, E, R>(claim: Queue.Claim, self: Effect.Effect<A, E, R>) => Effect.Effect<A | "lost", E, R>
+  readonly handling: <A, E, R>(claim: C, self: Effect.Effect<A, E, R>) => Effect.Effect<A | "lost", E, R>
   /** The claims held now (for tests and observers). */
   readonly held: Effect.Effect<number>
 }
 
-interface Entry {
-  readonly claim: Queue.Claim
+interface Entry<C extends Claim> {
+  readonly claim: C
   /** The fiber the unit runs in (set once it is forked): what a beat interrupts. */
   fiber: Fiber.Fiber<unknown, unknown> | undefined
   inHandler: boolean
@@ -57,15 +65,15 @@ interface Entry {
  *
  * @internal
  */
-export const make = <E>(options: {
-  readonly beat: Beat<E>
+export const make = <C extends Claim, E>(options: {
+  readonly beat: Beat<C, E>
   readonly delay: Effect.Effect<number>
   readonly onFailure: (error: E, claims: number) => Effect.Effect<void>
-}): Effect.Effect<Heartbeat, never, Scope.Scope> =>
+}): Effect.Effect<Heartbeat<C>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const entries = new Map<Queue.Claim, Entry>()
+    const entries = new Map<C, Entry<C>>()
 
-    const giveUp = (entry: Entry) => {
+    const giveUp = (entry: Entry<C>) => {
       entry.gone = true
       if (entry.inHandler) entry.fiber?.interruptUnsafe()
     }
@@ -93,9 +101,9 @@ export const make = <E>(options: {
       )
     )
 
-    const hold = <A, E2, R>(claim: Queue.Claim, self: Effect.Effect<A, E2, R>): Effect.Effect<A | "lost", E2, R> =>
+    const hold = <A, E2, R>(claim: C, self: Effect.Effect<A, E2, R>): Effect.Effect<A | "lost", E2, R> =>
       Effect.suspend(() => {
-        const entry: Entry = { claim, fiber: undefined, inHandler: false, gone: false }
+        const entry: Entry<C> = { claim, fiber: undefined, inHandler: false, gone: false }
         entries.set(claim, entry)
         // a fiber of its own (started at once: no hop through the scheduler) that a beat can interrupt; interrupting
         // this one interrupts the unit and waits for it
@@ -113,7 +121,7 @@ export const make = <E>(options: {
         )
       })
 
-    const handling = <A, E2, R>(claim: Queue.Claim, self: Effect.Effect<A, E2, R>): Effect.Effect<A | "lost", E2, R> =>
+    const handling = <A, E2, R>(claim: C, self: Effect.Effect<A, E2, R>): Effect.Effect<A | "lost", E2, R> =>
       Effect.suspend((): Effect.Effect<A | "lost", E2, R> => {
         const entry = entries.get(claim)
         if (entry === undefined) return self
