@@ -489,25 +489,6 @@ const unitsJson = (units: ReadonlyArray<UnitRecord>): string =>
   })))
 
 /**
- * Bumps a claim's heartbeat; returns whether the claim still holds.
- *
- * @since 0.1.0
- * @category effects
- */
-export const heartbeat = (
-  connection: Connection,
-  schema: SchemaName.SchemaName,
-  claim: Claim
-): Effect.Effect<boolean, QueryError> =>
-  query(
-    connection,
-    `UPDATE ${names(schema).sessions} SET last_updated = now()
-       WHERE work_unit_key = $1 AND owner = $2 AND id = $3::bigint RETURNING 1`,
-    [claim.workUnitKey, claim.owner, claim.id],
-    (rows) => decode.heartbeat(rows) > 0
-  )
-
-/**
  * Bumps the heartbeats of many claims of `owner` in one statement; returns the ids of the claims that still hold
  * (a claim missing from it was taken over by a stale cleanup). A claim's id names its ownership row alone: a unit
  * claimed again gets a new id, so an older claim of the same unit renews nothing.
@@ -526,10 +507,24 @@ export const heartbeats = (
     : query(
       connection,
       `UPDATE ${names(schema).sessions} SET last_updated = now()
-       WHERE id = ANY($1::bigint[]) AND owner = $2 RETURNING id::text AS id`,
-      [claims.map((claim) => claim.id), owner],
+       WHERE id = ANY(ARRAY(SELECT jsonb_array_elements_text($1::jsonb)::bigint)) AND owner = $2
+       RETURNING id::text AS id`,
+      [JSON.stringify(claims.map((claim) => claim.id)), owner],
       (rows) => new Set(rows.map((row) => decode.heartbeats(row).id))
     )
+
+/**
+ * Bumps a claim's heartbeat; returns whether the claim still holds: {@link heartbeats} of the one claim.
+ *
+ * @since 0.1.0
+ * @category effects
+ */
+export const heartbeat = (
+  connection: Connection,
+  schema: SchemaName.SchemaName,
+  claim: Claim
+): Effect.Effect<boolean, QueryError> =>
+  Effect.map(heartbeats(connection, schema, claim.owner, [claim]), (renewed) => renewed.has(claim.id))
 
 /**
  * Releases claims (never the row of another claim with the same key, of any owner). Returns how many rows

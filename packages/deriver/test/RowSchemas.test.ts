@@ -44,6 +44,7 @@ const everyStatement = Effect.gen(function*() {
       const first = yield* claimFirst(c, schema)
       const next = yield* Queue.nextItems(c, schema, first.claim, 10)
       const beat = yield* Queue.heartbeat(c, schema, first.claim)
+      const beats = yield* Queue.heartbeats(c, schema, "a", [first.claim, { ...first.claim, id: "0" }])
       const dead = yield* Queue.record(c, schema, first.claim, [{ item: next[0]!, error: "boom", dead: true }], false)
       const along = yield* Queue.recordAndClaim(c, schema, first.claim, done(next.slice(1)), true, 1, 10)
       const second = along.claimed[0]!
@@ -72,6 +73,7 @@ const everyStatement = Effect.gen(function*() {
         first,
         next,
         beat,
+        beats,
         dead,
         along,
         units,
@@ -106,6 +108,7 @@ for (const driver of ["pg", "postgres"] as const) {
         ])
         assert.deepStrictEqual(r.next.map((item) => item.payload), [{ i: 1 }, { i: 2 }])
         assert.isTrue(r.beat)
+        assert.deepStrictEqual([...r.beats], [r.first.claim.id])
         assert.deepStrictEqual(r.dead, { owned: true, marked: 1 })
         assert.deepStrictEqual(r.along.recorded, { owned: true, marked: 1 })
         assert.deepStrictEqual(r.along.claimed.map(({ claim }) => claim.workUnitKey), ["u2"])
@@ -239,11 +242,11 @@ const cases: ReadonlyArray<Case> = [
       )
   ],
   [
-    "Queue.heartbeat",
-    "?column?",
+    "Queue.heartbeats",
+    "id",
     2,
-    `Expected 1 at ["?column?"]`,
-    (w, q) => Queue.heartbeat(w, q.schema, q.first.claim)
+    `Expected string at ["id"]`,
+    (w, q) => Queue.heartbeats(w, q.schema, "a", [q.first.claim])
   ],
   [
     "Queue.release",

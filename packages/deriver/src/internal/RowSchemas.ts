@@ -121,7 +121,6 @@ export const decode = {
   recordDoneAndClaim: claiming("Queue.recordAndClaim (queue_record_done, queue_claim)", RecordAndClaimRow),
   recordUnits: claiming("Queue.recordUnits (queue_record_units)", RecordUnitsRow),
   nextItems: items("Queue.nextItems", ItemRow),
-  heartbeat: touched("Queue.heartbeat"),
   heartbeats: decoder("Queue.heartbeats", RenewedRow),
   release: touched("Queue.release"),
   releaseOwner: touched("Queue.releaseOwner"),
