@@ -118,11 +118,12 @@ export const cleanupDelay = (intervalMillis: number, ratio: number, u: number): 
 
 /**
  * The delay until the next heartbeat of the units a deriver holds: a third of the stale timeout at most (a unit held
- * through a beat's failure is renewed by the next one before it could be taken over), jittered down by the poll
- * ratio, uniform in [(1 − ratio)·timeout/3, timeout/3], so the fleet's beats do not align.
+ * through a beat's failure is renewed by the next one before it could be taken over), jittered down by half the poll
+ * ratio, uniform in [(1 − ratio/2)·timeout/3, timeout/3], so the fleet's beats do not align; never below a sixth of
+ * the timeout, whatever the ratio (with ratio 1 a lower bound of 0 would let beats follow each other at once).
  *
  * @since 0.3.0
  * @category decisions
  */
 export const heartbeatDelay = (staleTimeoutMillis: number, ratio: number, u: number): number =>
-  (staleTimeoutMillis / 3) * (1 - ratio * u)
+  (staleTimeoutMillis / 3) * (1 - (ratio / 2) * u)

@@ -58,14 +58,15 @@ describe("Scheduling (pure)", () => {
     assert.strictEqual(Scheduling.cleanupDelay(60_000, 0, 0.9), 60_000)
   })
 
-  it("a heartbeat comes at most a third of the stale timeout after the last, jittered down by the ratio", () => {
+  it("a heartbeat comes at most a third of the stale timeout after the last, at least a sixth, jittered down by half the ratio", () => {
     fc.assert(
       fc.property(Arbitraries.ratio, Arbitraries.draw, fc.integer({ min: 1, max: 3_600_000 }), (ratio, u, stale) => {
         const delay = Scheduling.heartbeatDelay(stale, ratio, u)
-        return delay <= stale / 3 && delay >= (1 - ratio) * (stale / 3) - 1e-9
+        return delay <= stale / 3 && delay >= (1 - ratio / 2) * (stale / 3) - 1e-9 && delay >= stale / 6 - 1e-9
       })
     )
-    assert.strictEqual(Scheduling.heartbeatDelay(300_000, 0.2, 0), 100_000)
-    assert.strictEqual(Scheduling.heartbeatDelay(300_000, 0.2, 0.5), 90_000)
+    assert.strictEqual(Scheduling.heartbeatDelay(300_000, 0.5, 0), 100_000)
+    assert.strictEqual(Scheduling.heartbeatDelay(300_000, 0.5, 0.5), 87_500)
+    assert.isAtLeast(Scheduling.heartbeatDelay(300_000, 1, 0.999_999), 50_000)
   })
 })
