@@ -70,17 +70,16 @@ const answered = Effect.suspend(() => {
 })
 
 /**
- * Moves the test clock in steps of `stepMillis` (each once the database has answered) until `done` holds; fails
- * past `maxMillis` of test time.
+ * Moves the test clock in 10 ms steps, each once the database has answered, until `done` holds; dies past `testMillis`
+ * of test time (what a test asserts is due by then), or past 100 s of real time (below the tests' 120 s timeout).
  */
-const advanceUntil = <E, R>(done: Effect.Effect<boolean, E, R>, stepMillis: number, maxMillis: number) =>
-  Effect.gen(function*() {
-    for (let moved = 0; moved <= maxMillis; moved += stepMillis) {
-      yield* answered
-      if (yield* done) return
-      yield* TestClock.adjust(stepMillis)
-    }
-    return yield* Effect.die(new Error(`not done within ${maxMillis} ms of test time`))
+const advanceUntil = <E, R>(what: string, done: Effect.Effect<boolean, E, R>, testMillis: number) =>
+  Eventually.advancing(what, done, {
+    step: 10,
+    settle: answered,
+    every: "0 millis",
+    testTime: testMillis,
+    within: "100 seconds"
   })
 
 /** Moves the test clock by `millis` in steps, the database answering in between. */
@@ -111,7 +110,7 @@ const processAll = <R>(
     const scope = yield* Scope.make()
     if (options.config === undefined) yield* started(schema, handlers, scope)
     else yield* startIn(schema, handlers, options.config, scope)
-    yield* advanceUntil(allProcessed(schema), 10, options.maxMillis ?? 60_000)
+    yield* advanceUntil("every item processed", allProcessed(schema), options.maxMillis ?? 60_000)
     yield* Scope.close(scope, Exit.void)
   })
 
@@ -270,7 +269,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
           rowsOf(schema),
           ([poison, ...rest]) => poison!.dead && rest.every((r) => r.processed)
         )
-        yield* advanceUntil(settled, 10, 60_000)
+        yield* advanceUntil("the poison item a dead letter, the rest processed", settled, 60_000)
         assert.deepStrictEqual(runs, ["poison", "poison", "poison", "next-1", "next-2"])
         const [poison] = yield* rowsOf(schema)
         assert.deepStrictEqual({ processed: poison!.processed, attempts: poison!.attempts }, {
@@ -287,7 +286,7 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
         assert.deepStrictEqual(yield* DeadLetters.run(schema, yield* DeadLetters.parse(["replay", "--unit", "p"])), [
           "replayed 1 dead letter"
         ])
-        yield* advanceUntil(allProcessed(schema), 10, 10_000)
+        yield* advanceUntil("every item processed after the replay", allProcessed(schema), 10_000)
         // more polls after it: nothing runs twice
         yield* advanceFor(1_000, 10)
         yield* Scope.close(scope, Exit.void)
@@ -402,13 +401,13 @@ layer(Database)("retries (PostgreSQL, TestClock)", (it) => {
             scope
           ))
         // the first poll (empty queue) has run; the next is 15–45 s away
-        yield* advanceUntil(Effect.sync(() => polls.length >= 1), 10, 1_000)
+        yield* advanceUntil("the first poll", Effect.sync(() => polls.length >= 1), 1_000)
         const runAt = (yield* Clock.currentTimeMillis) + 5_000
         yield* enqueue(schema, [{ workUnitKey: "later", taskType: "work", payload: {}, runAt }])
         // the writer's wake (the API sends one after every committed enqueue): the woken poll claims nothing, the item
         // not due yet, and learns its time; without that the schedule's next poll (15–45 s after the first) takes it
         yield* deriver.wake
-        yield* advanceUntil(allProcessed(schema), 10, 60_000)
+        yield* advanceUntil("the item run at its time", allProcessed(schema), 60_000)
         yield* Scope.close(scope, Exit.void)
         assert.strictEqual(runs.length, 1)
         assert.isAtLeast(runs[0]!, runAt)

@@ -54,16 +54,12 @@ describe("SchemaMigration", () => {
   )
 
   /**
-   * Waits for `fiber`, moving this test's clock a second at a time until it is done. The instances' checks read the
-   * real database and their sleeps start on the test clock only once a check has answered: a single move could come
-   * while a check is still in flight (a loaded machine), and the sleep it starts would wait for a clock nobody moves.
+   * Waits for `fiber`, moving this test's clock a second at a time until it is done (`Eventually.advancing`): the
+   * instances' checks read the real database, and their sleeps start on the test clock only once a check has answered.
    */
   const driven = <A, E>(what: string, fiber: Fiber.Fiber<A, E>) =>
     Effect.andThen(
-      Eventually.until(
-        what,
-        Effect.andThen(TestClock.adjust("1 second"), Effect.sync(() => fiber.pollUnsafe() !== undefined))
-      ),
+      Eventually.advancing(what, Effect.sync(() => fiber.pollUnsafe() !== undefined), { step: "1 second" }),
       Fiber.join(fiber)
     )
 

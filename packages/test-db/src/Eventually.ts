@@ -4,9 +4,11 @@
  * it is generous, and a loaded machine only makes the wait longer, never the test wrong.
  *
  * The pause between checks and the deadline are real time even under Effect's `TestClock` (a check that waits
- * for the database or another process must not wait for a clock nobody moves).
+ * for the database or another process must not wait for a clock nobody moves). {@link advancing} is the wait for
+ * code that sleeps on the `TestClock` between its real I/O: it moves the clock step by step until the check holds.
  */
 import { Duration, Effect } from "effect"
+import { TestClock } from "effect/testing"
 
 /** How long to wait, and how often to look. */
 export interface Options {
@@ -90,3 +92,52 @@ const show = (value: unknown) => {
     return String(value)
   }
 }
+
+/** How {@link advancing} moves the test clock, beside the real-time deadline of {@link Options}. */
+export interface Advancing<E, R> extends Options {
+  /** How far the clock moves between two checks. */
+  readonly step: Duration.Input
+  /** Runs before each check: real work let settle first (say, until the database has answered); none by default. */
+  readonly settle?: Effect.Effect<void, E, R> | undefined
+  /**
+   * The most test time to move: when the check does not hold after the clock moved this far, the wait dies
+   * naming it (what the test asserts is due by then). None by default: the real-time deadline bounds the wait.
+   */
+  readonly testTime?: Duration.Input | undefined
+}
+
+/**
+ * Moves Effect's `TestClock` by `step` until `check` holds: after `settle`, checks; when it does not hold yet,
+ * moves the clock, pauses `every` on the real clock (default 20 ms; 0: none, for a `settle` that waits for the
+ * real work itself) and checks again. For code whose sleeps are on the test clock and whose steps between them are
+ * real I/O: one move made while a step is still in flight (a loaded machine) would leave the sleep that step starts
+ * waiting for a clock nobody moves, where moving until the check holds cannot. Past `testTime` of test time, or the
+ * real-time deadline (default 30 s), it dies naming what was awaited. A failure of `settle` or `check` ends it.
+ */
+export const advancing = <E, R>(
+  what: What,
+  check: Effect.Effect<boolean, E, R>,
+  options: Advancing<E, R>
+): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    const step = millis(options.step)
+    const testTime = options.testTime === undefined ? Number.POSITIVE_INFINITY : millis(options.testTime)
+    const within = millis(options.within ?? "30 seconds")
+    const every = millis(options.every ?? "20 millis")
+    const deadline = performance.now() + within
+    const named = () => (typeof what === "string" ? what : what())
+    for (let moved = 0;; moved += step) {
+      if (options.settle !== undefined) yield* options.settle
+      if (yield* check) return
+      if (moved + step > testTime) {
+        return yield* Effect.die(new Error(`not done within ${testTime} ms of test time: ${named()}`))
+      }
+      if (performance.now() >= deadline) {
+        return yield* Effect.die(
+          new Error(`timed out after ${within} ms (${moved} ms of test time) waiting for ${named()}`)
+        )
+      }
+      yield* TestClock.adjust(step)
+      if (every > 0) yield* pause(every)
+    }
+  })

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Eventually } from "@resilience/test-db"
-import { Cause, Effect, Exit } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber } from "effect"
 
 /** A counter that another fiber would advance; here each check advances it. */
 const counter = () => {
@@ -38,5 +38,36 @@ describe("Eventually", () => {
     Effect.gen(function*() {
       const error = yield* Effect.flip(Eventually.until("never", Effect.fail("refused" as const)))
       assert.strictEqual(error, "refused")
+    }))
+
+  it.effect("advancing: moves the test clock step by step until the check holds, settling before each check", () =>
+    Effect.gen(function*() {
+      const startedAt = yield* Clock.currentTimeMillis
+      // a fiber that sleeps 3.5 s on the test clock, then once more 2 s: moving once by 3.5 s would leave the second
+      // sleep waiting for a clock nobody moves
+      const sleeper = yield* Effect.forkChild(Effect.andThen(Effect.sleep("3500 millis"), Effect.sleep("2 seconds")))
+      let settled = 0
+      yield* Eventually.advancing("the sleeper done", Effect.sync(() => sleeper.pollUnsafe() !== undefined), {
+        step: "1 second",
+        settle: Effect.sync(() => void settled++)
+      })
+      yield* Fiber.join(sleeper)
+      // 3.5 + 2 s of sleeps: done once the clock moved 6 s; settled before each of the seven checks (0 s … 6 s)
+      assert.strictEqual((yield* Clock.currentTimeMillis) - startedAt, 6000)
+      assert.strictEqual(settled, 7)
+    }))
+
+  it.effect("advancing: past its test time it dies naming what was awaited, the clock moved no further", () =>
+    Effect.gen(function*() {
+      const startedAt = yield* Clock.currentTimeMillis
+      const exit = yield* Effect.exit(
+        Eventually.advancing("a check that never holds", Effect.succeed(false), { step: 10, testTime: 50, every: 0 })
+      )
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), String(exit))
+      assert.match(
+        Cause.pretty((exit as Exit.Failure<void, never>).cause),
+        /not done within 50 ms of test time: a check that never holds/
+      )
+      assert.strictEqual((yield* Clock.currentTimeMillis) - startedAt, 50)
     }))
 })
