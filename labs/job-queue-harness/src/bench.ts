@@ -29,7 +29,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Cluster } from "@resilience/local-postgres"
 import { Duration, Effect, Exit, Scope } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { loadavg, tmpdir } from "node:os"
 import { join } from "node:path"
@@ -149,6 +149,28 @@ const settings = {
   jit: "on"
 }
 
+/**
+ * BENCH_SERVER_CPUS and BENCH_ADAPTER_CPUS (optional, `taskset` CPU lists such as `0` and `1`): the harness's layout,
+ * scaled to this machine. Its docker-compose.yml runs the server in a container with a CPU limit of its own (4 CPUs)
+ * and the adapters on the host beside it, so a system's process and the server do not take each other's CPU. With
+ * both set, the server's processes (the postmaster, its helpers, and every backend it forks later) and each adapter
+ * are pinned to their own CPUs. Unset (the default): all share every core.
+ */
+const layout = { serverCpus: process.env.BENCH_SERVER_CPUS, adapterCpus: process.env.BENCH_ADAPTER_CPUS }
+if ((layout.serverCpus === undefined) !== (layout.adapterCpus === undefined)) {
+  throw new Error("BENCH_SERVER_CPUS and BENCH_ADAPTER_CPUS go together (taskset CPU lists, say 0 and 1), or neither")
+}
+
+/** Pins the running server's postmaster and the processes it has forked to BENCH_SERVER_CPUS (later ones inherit). */
+const pinServer = (server: Server) => {
+  if (layout.serverCpus === undefined) return
+  const postmaster = server.cluster!.pid
+  const forked = execFileSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).split("\n").filter(Boolean)
+  for (const pid of [String(postmaster), ...forked]) {
+    execFileSync("taskset", ["-a", "-p", "-c", layout.serverCpus, pid], { stdio: "ignore" })
+  }
+}
+
 const startServer = (server: Server) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
@@ -157,6 +179,7 @@ const startServer = (server: Server) =>
       scope
     )
     server.scope = scope
+    pinServer(server)
   })
 const stopServer = (server: Server) =>
   Effect.gen(function*() {
@@ -308,7 +331,11 @@ const runOne = (server: Server, system: System, rate: number, phases: ReadonlyAr
     let phase = "startup"
     let started = performance.now()
     const stderr: Array<string> = []
-    const child: ChildProcess = spawn(process.execPath, [...system.argv], {
+    // with BENCH_ADAPTER_CPUS, `taskset` execs the adapter in its own process: the pid stays the adapter's
+    const [command, args] = layout.adapterCpus === undefined
+      ? [process.execPath, [...system.argv]]
+      : ["taskset", ["-c", layout.adapterCpus, process.execPath, ...system.argv]]
+    const child: ChildProcess = spawn(command, args, {
       env: {
         ...process.env,
         DATABASE_URL: url,
@@ -489,7 +516,12 @@ const program = Effect.gen(function*() {
   yield* log(
     `# load at start: ${load()}; ${workers} workers; systems alternate: ${order.map((s) => s.name).join(", ")}`
   )
-  const results: Record<string, unknown> = { server: { ...info, build }, workers, loadAtStart: load() }
+  yield* log(
+    layout.serverCpus === undefined
+      ? "# layout: the server and the adapters share every core"
+      : `# layout: the server on CPUs ${layout.serverCpus}, the adapters on CPUs ${layout.adapterCpus}`
+  )
+  const results: Record<string, unknown> = { server: { ...info, build }, workers, layout, loadAtStart: load() }
   const save = () => writeFileSync(out, JSON.stringify(results, null, 2))
 
   if (parts.includes("ramp")) {
