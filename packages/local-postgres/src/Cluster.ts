@@ -24,7 +24,7 @@ export interface Cluster {
   readonly url: string
   /** The postmaster's pid. */
   readonly pid: number
-  /** The data directory, deleted when the cluster stops. */
+  /** The cluster's directory: its data directory is `data` in it. Deleted when the cluster stops, unless kept. */
   readonly directory: string
 }
 
