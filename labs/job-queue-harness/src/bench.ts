@@ -161,11 +161,20 @@ if ((layout.serverCpus === undefined) !== (layout.adapterCpus === undefined)) {
   throw new Error("BENCH_SERVER_CPUS and BENCH_ADAPTER_CPUS go together (taskset CPU lists, say 0 and 1), or neither")
 }
 
+/** The pids of `parent`'s children; none when it has none (`pgrep` then exits 1). */
+const children = (parent: number): ReadonlyArray<string> => {
+  try {
+    return execFileSync("pgrep", ["-P", String(parent)], { encoding: "utf8" }).split("\n").filter(Boolean)
+  } catch {
+    return []
+  }
+}
+
 /** Pins the running server's postmaster and the processes it has forked to BENCH_SERVER_CPUS (later ones inherit). */
 const pinServer = (server: Server) => {
   if (layout.serverCpus === undefined) return
   const postmaster = server.cluster!.pid
-  const forked = execFileSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).split("\n").filter(Boolean)
+  const forked = children(postmaster)
   for (const pid of [String(postmaster), ...forked]) {
     execFileSync("taskset", ["-a", "-p", "-c", layout.serverCpus, pid], { stdio: "ignore" })
   }

@@ -30,6 +30,12 @@ const pause = (millis: number) =>
 
 const millis = (input: Duration.Input) => Duration.toMillis(Duration.fromInputUnsafe(input))
 
+/** The deadline and the pause of `options`, in milliseconds (defaults 30 s and 20 ms). */
+const timing = (options: Options) => ({
+  within: millis(options.within ?? "30 seconds"),
+  every: millis(options.every ?? "20 millis")
+})
+
 /**
  * Polls `check` until it yields a value other than `undefined`, and returns that value. Past the deadline it dies
  * with `timed out after N ms waiting for <what>`. A failure of `check` ends the wait with that failure.
@@ -40,8 +46,7 @@ export const defined = <A, E, R>(
   options: Options = {}
 ): Effect.Effect<A, E, R> =>
   Effect.gen(function*() {
-    const within = millis(options.within ?? "30 seconds")
-    const every = millis(options.every ?? "20 millis")
+    const { every, within } = timing(options)
     const deadline = performance.now() + within
     for (;;) {
       const value = yield* check
@@ -122,8 +127,7 @@ export const advancing = <E, R>(
   Effect.gen(function*() {
     const step = millis(options.step)
     const testTime = options.testTime === undefined ? Number.POSITIVE_INFINITY : millis(options.testTime)
-    const within = millis(options.within ?? "30 seconds")
-    const every = millis(options.every ?? "20 millis")
+    const { every, within } = timing(options)
     const deadline = performance.now() + within
     const named = () => (typeof what === "string" ? what : what())
     for (let moved = 0;; moved += step) {
