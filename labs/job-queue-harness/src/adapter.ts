@@ -62,6 +62,13 @@ const workMode = process.env.ADAPTER_WORK ?? "timer"
 if (workMode !== "paced" && workMode !== "timer") {
   throw new Error(`ADAPTER_WORK must be timer or paced, not ${workMode}`)
 }
+/**
+ * ADAPTER_PROBE=true (a diagnostic): once a sample period, a line on stderr saying what bounds the handlers: how many
+ * ran on average (of WORKER_COUNT) and how long a job's JOB_WORK_MS took on average. Slots nearly all taken with the
+ * work taking longer than JOB_WORK_MS: the handlers' timers (the event loop's delay) bound the rate; slots often free:
+ * the units reach the handlers too slowly (claims and records).
+ */
+const probing = process.env.ADAPTER_PROBE === "true"
 /** ADAPTER_PREFETCH (a diagnostic): `DERIVER_PREFETCH`'s value instead of its default (8 per worker). */
 const prefetch = process.env.ADAPTER_PREFETCH === undefined ? undefined : envNumber("ADAPTER_PREFETCH", 0)
 
@@ -89,6 +96,28 @@ const endToEndLatency = latency("harness_end_to_end_ms")
 
 const counts = { enqueued: 0, completed: 0, depth: 0, rate: settings.rate }
 
+/** The handlers running now, and since the last probe line: the integral of that count over time, and the work done. */
+const handlers = { running: 0, changedAt: 0, runningMillis: 0, workMillis: 0, jobs: 0, since: performance.now() }
+
+/** The running count changes by `delta` at `now` (ADAPTER_PROBE). */
+const handlersChange = (now: number, delta: number) => {
+  handlers.runningMillis += handlers.running * (now - handlers.changedAt)
+  handlers.changedAt = now
+  handlers.running += delta
+}
+
+/** The probe's line for the time since the last one, and a new period (ADAPTER_PROBE). */
+const probeLine = (): string => {
+  const now = performance.now()
+  handlersChange(now, 0)
+  const line = `probe: ${(handlers.runningMillis / (now - handlers.since)).toFixed(2)} of ${settings.workers} handlers `
+    + `running on average; JOB_WORK_MS (${settings.workMillis}) took ${
+      (handlers.workMillis / Math.max(handlers.jobs, 1)).toFixed(3)
+    } ms a job on average (${handlers.jobs} jobs)`
+  Object.assign(handlers, { runningMillis: 0, workMillis: 0, jobs: 0, since: now })
+  return line
+}
+
 /** What timers slept beyond their time and later jobs have not used yet (ADAPTER_WORK=paced), in milliseconds. */
 let workPaid = 0
 
@@ -114,7 +143,15 @@ const handle = (item: Queue.Item) =>
     const enqueuedAt = (item.payload as { enqueued_at_ms?: unknown } | null)?.enqueued_at_ms
     const started = Date.now()
     if (typeof enqueuedAt === "number") yield* Metric.update(claimLatency, started - enqueuedAt)
+    const workStarted = probing ? performance.now() : 0
+    if (probing) handlersChange(workStarted, 1)
     if (settings.workMillis > 0) yield* work
+    if (probing) {
+      const now = performance.now()
+      handlersChange(now, -1)
+      handlers.workMillis += now - workStarted
+      handlers.jobs += 1
+    }
     if (typeof enqueuedAt === "number") yield* Metric.update(endToEndLatency, Date.now() - enqueuedAt)
     counts.completed += 1
   })
@@ -147,6 +184,7 @@ const sampler = Effect.gen(function*() {
     for (const [metric, value, window_s] of metrics) {
       yield* emit({ t, system, kind: "adapter", subject_kind: "adapter", subject: "", metric, value, window_s })
     }
+    if (probing) yield* warn(probeLine())
     yield* Effect.sleep(Duration.millis(period - (Date.now() % period)))
   }
 })
