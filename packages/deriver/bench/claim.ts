@@ -42,6 +42,7 @@ import * as DeriverConfig from "../src/DeriverConfig.ts"
 import * as DeriverMetrics from "../src/DeriverMetrics.ts"
 import * as Enqueue from "../src/Enqueue.ts"
 import * as Handlers from "../src/Handlers.ts"
+import * as Names from "../src/internal/Names.ts"
 import type * as PollLoop from "../src/PollLoop.ts"
 import * as Queue from "../src/Queue.ts"
 import type * as Scheduling from "../src/Scheduling.ts"
@@ -526,15 +527,14 @@ interface SteadyReading {
   readonly server: {
     /** The claim inside `queue_claim`: calls of its statement (one of its two walks), time with its due test. */
     readonly claims: Counted
-    /** The poller's call of `queue_claim`. */
+    /** The poller's call of `queue_poll`. */
     readonly poll: Counted
-    /** The workers' record (`queue_record_done` or `queue_record`), alone. */
+    /** A unit's record alone (`queue_record_done` or `queue_record`). */
     readonly record: Counted
-    /**
-     * The workers' record that claims the next unit along (`queue_record_done` or `queue_record`, then
-     * `queue_claim`; only with `DeriverConfig.claimAlong`, off above 2 workers).
-     */
+    /** A unit's record that claims along (`queue_record_done` or `queue_record`, then `queue_claim`). */
     readonly along: Counted
+    /** The records of many units, with their claim along (`queue_record_units`). */
+    readonly units: Counted
     /** JIT-compiled functions in the rows above, and in every statement that names the schema. */
     readonly jitClaim: number
     readonly jitAll: number
@@ -590,17 +590,20 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
     const ask = <Row>(text: string, values: ReadonlyArray<unknown> = []) =>
       Effect.promise(() => client.query(text, [...values]).then((result) => result.rows as Array<Row>))
     const server = yield* serverInfo(client)
-    // the statements, found by their text: the calls as the deriver sends them (top level), the statements inside
-    // queue_claim (top level false, track = all) by their opening up to the first WHERE (the server replaces the
-    // constants after it with $n)
-    const { claim, record, recordDone } = Queue.calls(schema)
+    // the statements, found by their text: the calls as the deriver sends them (top level) by the function they
+    // call, the statements inside queue_claim (top level false, track = all) by their opening up to the first WHERE
+    // (the server replaces the constants after it with $n)
+    const { record, recordDone } = Queue.calls(schema)
+    const { poll, recordUnits } = Names.names(schema)
     const opening = (text: string) => text.slice(0, text.indexOf("WHERE")).trim()
     const claimOpening = opening(claimStatements(schema).ready)
     const dueTestOpening = opening(claimStatements(schema).dueTest)
+    // a record that claims along, up to its claim's join (the server replaces the constants in the join with $n)
+    const alongOpening = (text: string) => text.slice(0, text.indexOf("LEFT JOIN")).trim()
     const kinds = {
       claims: { toplevel: false, is: (text: string) => text.startsWith(claimOpening) },
       dueTest: { toplevel: false, is: (text: string) => text.startsWith(dueTestOpening) },
-      poll: { toplevel: true, is: (text: string) => text === `SELECT work_unit_key, id, items FROM ${claim}` },
+      poll: { toplevel: true, is: (text: string) => text.includes(`FROM ${poll}(`) },
       record: {
         toplevel: true,
         is: (text: string) =>
@@ -609,8 +612,10 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
       along: {
         toplevel: true,
         is: (text: string) =>
-          text === Queue.recordAndClaimSql(schema, "done") || text === Queue.recordAndClaimSql(schema)
-      }
+          text.startsWith(alongOpening(Queue.recordAndClaimSql(schema, "done"))) ||
+          text.startsWith(alongOpening(Queue.recordAndClaimSql(schema)))
+      },
+      units: { toplevel: true, is: (text: string) => text.includes(`FROM ${recordUnits}(`) }
     }
     /** The rows of `pg_stat_statements` whose text names the schema (`rest`: more of the query after WHERE). */
     const statementRows = (rest = "") =>
@@ -633,6 +638,7 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
         const dueTest = sum("dueTest")
         const poll = sum("poll")
         const along = sum("along")
+        const units = sum("units")
         return {
           at,
           done,
@@ -642,7 +648,8 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
             poll,
             record: sum("record"),
             along,
-            jitClaim: claims.jit + dueTest.jit + poll.jit + along.jit,
+            units,
+            jitClaim: claims.jit + dueTest.jit + poll.jit + along.jit + units.jit,
             jitAll: rows.reduce((sum, row) => sum + row.jit, 0)
           }
         } satisfies SteadyReading
@@ -653,16 +660,16 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
     const row = (from: SteadyReading, to: SteadyReading, label?: string) => {
       const seconds = (to.at - from.at) / 1000
       const minus = (a: Counted, b: Counted) => ({ calls: a.calls - b.calls, ms: a.ms - b.ms })
-      let counters = "– | – | – | – | – | –"
+      let counters = "– | – | – | – | – | – | –"
       if (to.server !== null && from.server !== null) {
         const claims = minus(to.server.claims, from.server.claims)
         counters = `${claims.calls.toLocaleString("en")} | ${
           claims.calls === 0 ? "–" : (claims.ms / claims.calls).toFixed(3)
         } | ${calls(minus(to.server.poll, from.server.poll))} | ${
           calls(minus(to.server.record, from.server.record))
-        } | ${calls(minus(to.server.along, from.server.along))} | ${to.server.jitClaim - from.server.jitClaim} / ${
-          to.server.jitAll - from.server.jitAll
-        }`
+        } | ${calls(minus(to.server.along, from.server.along))} | ${
+          calls(minus(to.server.units, from.server.units))
+        } | ${to.server.jitClaim - from.server.jitClaim} / ${to.server.jitAll - from.server.jitAll}`
       }
       return log(
         `| ${label ?? to.done.toLocaleString("en")} | ${seconds.toFixed(1)} | ${
@@ -683,13 +690,14 @@ const steady = (url: string, poolClass: Run["poolClass"]) =>
         `${steadySeconds} s.\nDone: items recorded processed (the deriver's deriver_items_processed_total). From ` +
         `pg_stat_statements over each window: claims, the claim's statement inside queue_claim (whichever walk), and ` +
         `its mean server ms with the function's test for a due timed item; the top-level calls with their mean ` +
-        `server ms: the poller's queue_claim, the workers' record alone and their record that claims along (` +
-        `one unit; records of many units are queue_record_units); JIT-compiled functions in the claim's rows and in ` +
+        `server ms: the poller's queue_poll, a unit's record alone, a unit's record that claims along, and the ` +
+        `records of many units (queue_record_units); JIT-compiled functions in the claim's rows, those calls, and ` +
         `every statement that names the schema (0 expected).\n`
     )
     yield* log(
       "| jobs done | window s | done/s | enqueued/s | backlog | claims | ms per claim | poll calls | " +
-        "record calls | record+claim calls | JIT functions (claim / all) |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "record calls | record+claim calls | records of many units | JIT functions (claim / all) |\n" +
+        "|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     const scope = yield* Scope.make()
     yield* Scope.provide(Deriver.start({ schema, handlers: Handlers.make({ noop: () => Effect.void }), config }), scope)
