@@ -7,8 +7,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { PollBackoff } from "@resilience/jitter"
+import { Eventually } from "@resilience/test-db"
 import { Clock, Effect, Random, Ref } from "effect"
-import { TestClock } from "effect/testing"
 import type * as Overload from "../src/Overload.ts"
 import * as PollLoop from "../src/PollLoop.ts"
 
@@ -78,15 +78,19 @@ const scriptedSource = Effect.fnUntraced(function*(
 const slowSource = (pollMillis: (index: number) => number, settings: Overload.Settings | undefined) =>
   scriptedSource((index) => ({ millis: pollMillis(index), result: "empty" }), settings)
 
-/** Moves the test clock in 500 ms steps until `n` polls have been decided. */
-const advanceUntil = Effect.fnUntraced(function*(events: Effect.Effect<ReadonlyArray<Polled>>, n: number) {
-  for (let guard = 0; guard < 200_000; guard++) {
-    const all = yield* events
-    if (all.length >= n) return all.slice(0, n)
-    yield* TestClock.adjust(500)
-  }
-  throw new Error("the loop did not poll often enough")
-})
+/**
+ * Moves the test clock in 500 ms steps until `n` polls have been decided (`Eventually.advancing`, no real pause: the
+ * scripted source does no I/O), at most 100,000 s of test time; the first `n`.
+ */
+const advanceUntil = (events: Effect.Effect<ReadonlyArray<Polled>>, n: number) =>
+  Effect.andThen(
+    Eventually.advancing(`${n} polls decided`, Effect.map(events, (all) => all.length >= n), {
+      step: "500 millis",
+      every: 0,
+      testTime: "100000 seconds"
+    }),
+    Effect.map(events, (all) => all.slice(0, n))
+  )
 
 describe("PollLoop overload (TestClock, seeded Random)", () => {
   it.effect("slow polls raise the interval past the idle cap and no further than the overload cap", () =>

@@ -20,16 +20,16 @@ export interface WakeLatch {
   readonly delayMillis: (minIntervalMillis: number, nowMillis: number) => number
 }
 
-/**
- * A latch with no wake yet. After a woken poll failed, wakes are ignored until a poll succeeds or `rearmAfterMillis`
- * have passed since the last poll started (`Coalesce.wake`).
- */
 /** The coalesced-wakes series by reason, made once (an API's every write wakes). */
 const coalescedBy = {
   coalesced: Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: "coalesced" }),
   ignored: Metric.withAttributes(DeriverMetrics.wakesCoalesced, { reason: "ignored" })
 }
 
+/**
+ * A latch with no wake yet. After a woken poll failed, wakes are ignored until a poll succeeds or `rearmAfterMillis`
+ * have passed since the last poll started (`Coalesce.wake`).
+ */
 export const make = (rearmAfterMillis: number): Effect.Effect<WakeLatch> =>
   Effect.gen(function*() {
     let state = Coalesce.initial
