@@ -55,8 +55,8 @@ const wakeAfterEnqueue = process.env.ADAPTER_WAKE !== "false"
  * ADAPTER_WORK (a diagnostic): how a job's JOB_WORK_MS is spent. `timer` (the default): one timer per job, whose
  * lateness that job pays (at 6,000 jobs/s offered, a 1 ms timer took 1.33–1.40 ms on average, and 1.8–2.4 ms before
  * the deriver's records were answered in slices; `ADAPTER_PROBE` prints it). `paced`: JOB_WORK_MS per job on average:
- * what earlier timers slept beyond their time pays part of the next jobs' work. The harness's pg-boss adapter sleeps once per batch (`workMs × jobs.length`), so its jobs share one
- * timer's lateness within a batch.
+ * what earlier timers slept beyond their time pays part of the next jobs' work. The harness's pg-boss adapter sleeps
+ * once per batch (`workMs × jobs.length`), so its jobs share one timer's lateness within a batch.
  */
 const workMode = process.env.ADAPTER_WORK ?? "timer"
 if (workMode !== "paced" && workMode !== "timer") {
