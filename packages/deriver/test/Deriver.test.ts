@@ -276,9 +276,14 @@ layer(Database, { excludeTestServices: true })("Deriver (PostgreSQL)", (it) => {
             scope
           )
           yield* Eventually.until("the handler started", Effect.sync(() => started === 1))
-          // what a stale cleanup and another instance's claim leave: the row gone, the unit someone else's
-          yield* db.query(`DELETE FROM ${sessions} WHERE work_unit_key = 'taken'`)
-          yield* db.query(`INSERT INTO ${sessions} (work_unit_key, owner) VALUES ('taken', 'thief')`)
+          // what a stale cleanup and another instance's claim leave: the row gone, the unit someone else's. In one
+          // transaction: between two statements this deriver's poll could claim the unit it no longer owns
+          yield* db.transaction((connection) =>
+            Effect.andThen(
+              connection.query(`DELETE FROM ${sessions} WHERE work_unit_key = 'taken'`),
+              connection.query(`INSERT INTO ${sessions} (work_unit_key, owner) VALUES ('taken', 'thief')`)
+            )
+          )
           yield* Eventually.until("the handler interrupted", Effect.sync(() => interrupted === 1))
         })
       )
